@@ -1,0 +1,189 @@
+import { canonicalJson } from './canonical.js';
+import { InvalidFormatError, InvalidInputError, TamperedLedgerError } from './errors.js';
+import { parsePreimage, type SealedEvent } from './event.js';
+import { HASH_BYTES, isHexHash, sha256 } from './hashing.js';
+
+/**
+ * Segment codec (format v1, see docs/ledger-format.md). A segment is one immutable object
+ * holding one appended batch of consecutive events:
+ *
+ *   8 bytes  magic "HEFSEG\0" + u8 format version (= 1)
+ *   u32      len(header), then the header as RFC 8785 canonical JSON
+ *   n times: u32 len(preimage), the event preimage, 32 bytes SHA-256 of it
+ *
+ * Decoding checks everything (magic, header fields, every record's bounds, seq continuity,
+ * hash linkage from the header's prevHash, every hash, the header's lastSeq/lastHash, no
+ * trailing bytes) and fails closed with TamperedLedgerError naming the first bad seq.
+ */
+
+export const SEGMENT_FORMAT_VERSION = 1;
+const MAGIC = Buffer.from('HEFSEG\0\x01', 'latin1');
+
+export interface SegmentHeader {
+  format: number;
+  tenant: string;
+  stream: string;
+  firstSeq: number;
+  lastSeq: number;
+  /** Hash of the event before firstSeq (the genesis hash for seq 1). */
+  prevHash: string;
+  lastHash: string;
+  /** Fencing epoch of the writer. */
+  epoch: number;
+  /** Idempotency key of the request that appended this batch, or null. */
+  idempotencyKey: string | null;
+  /** Milliseconds since the epoch, from the writer's clock. */
+  createdAt: number;
+}
+
+export interface Segment {
+  header: SegmentHeader;
+  events: SealedEvent[];
+}
+
+/** What the reader knows before opening a segment (from its key and the chain so far). */
+export interface SegmentExpectation {
+  tenant: string;
+  stream: string;
+  firstSeq: number;
+  /** When known: the hash the segment must chain from. */
+  prevHash?: string;
+}
+
+export interface SegmentMeta {
+  tenant: string;
+  stream: string;
+  epoch: number;
+  idempotencyKey: string | null;
+  createdAt: number;
+}
+
+export const encodeSegment = (meta: SegmentMeta, events: SealedEvent[]): Uint8Array => {
+  const first = events[0];
+  const last = events.at(-1);
+  if (!first || !last) throw new InvalidInputError('a segment holds at least one event');
+  const header: SegmentHeader = {
+    format: SEGMENT_FORMAT_VERSION,
+    tenant: meta.tenant,
+    stream: meta.stream,
+    firstSeq: first.seq,
+    lastSeq: last.seq,
+    prevHash: first.prevHash,
+    lastHash: last.hash,
+    epoch: meta.epoch,
+    idempotencyKey: meta.idempotencyKey,
+    createdAt: meta.createdAt,
+  };
+  const headerBytes = Buffer.from(canonicalJson(header), 'utf8');
+  let size = MAGIC.length + 4 + headerBytes.length;
+  for (const e of events) size += 4 + e.preimage.length + HASH_BYTES;
+  const buf = Buffer.allocUnsafe(size);
+  MAGIC.copy(buf, 0);
+  let at = MAGIC.length;
+  buf.writeUInt32BE(headerBytes.length, at);
+  headerBytes.copy(buf, at + 4);
+  at += 4 + headerBytes.length;
+  for (const e of events) {
+    buf.writeUInt32BE(e.preimage.length, at);
+    buf.set(e.preimage, at + 4);
+    at += 4 + e.preimage.length;
+    buf.write(e.hash, at, HASH_BYTES, 'hex');
+    at += HASH_BYTES;
+  }
+  return buf;
+};
+
+const isUint = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+const checkHeader = (raw: unknown, expect: SegmentExpectation): SegmentHeader => {
+  const h = raw as Partial<SegmentHeader> | null;
+  const fail = (why: string): never => {
+    throw new TamperedLedgerError(expect.firstSeq, `segment header ${why}`);
+  };
+  if (typeof h !== 'object' || h === null || Array.isArray(h)) return fail('is not an object');
+  const keys = Object.keys(h).sort().join(',');
+  if (
+    keys !==
+    'createdAt,epoch,firstSeq,format,idempotencyKey,lastHash,lastSeq,prevHash,stream,tenant'
+  ) {
+    return fail('has unexpected fields');
+  }
+  if (h.format !== SEGMENT_FORMAT_VERSION) return fail(`has unknown format ${String(h.format)}`);
+  if (h.tenant !== expect.tenant || h.stream !== expect.stream) return fail('names another stream');
+  if (h.firstSeq !== expect.firstSeq) return fail('starts at another seq');
+  if (!isUint(h.lastSeq) || h.lastSeq < h.firstSeq) return fail('has a bad lastSeq');
+  if (!isHexHash(h.prevHash) || !isHexHash(h.lastHash)) return fail('has a bad hash');
+  if (expect.prevHash !== undefined && h.prevHash !== expect.prevHash) {
+    return fail('does not chain from the previous event');
+  }
+  if (!isUint(h.epoch) || !isUint(h.createdAt)) return fail('has a bad epoch or createdAt');
+  if (h.idempotencyKey !== null && typeof h.idempotencyKey !== 'string') {
+    return fail('has a bad idempotencyKey');
+  }
+  return h as SegmentHeader;
+};
+
+/** Decodes and fully verifies a segment; throws TamperedLedgerError on any mismatch. */
+export const decodeSegment = (bytes: Uint8Array, expect: SegmentExpectation): Segment => {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const fail = (seq: number, why: string, cause?: unknown): never => {
+    throw new TamperedLedgerError(seq, why, cause === undefined ? undefined : { cause });
+  };
+  if (buf.length < MAGIC.length + 4 || !buf.subarray(0, MAGIC.length).equals(MAGIC)) {
+    return fail(expect.firstSeq, 'not a v1 segment');
+  }
+  const headerLength = buf.readUInt32BE(MAGIC.length);
+  const headerEnd = MAGIC.length + 4 + headerLength;
+  if (headerEnd > buf.length) return fail(expect.firstSeq, 'header overruns segment');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(buf.toString('utf8', MAGIC.length + 4, headerEnd));
+  } catch (err) {
+    return fail(expect.firstSeq, 'header is not JSON', err);
+  }
+  const header = checkHeader(raw, expect);
+
+  const events: SealedEvent[] = [];
+  let at = headerEnd;
+  let prev = header.prevHash;
+  for (let seq = header.firstSeq; seq <= header.lastSeq; seq++) {
+    if (at + 4 > buf.length) return fail(seq, 'segment ends before its lastSeq');
+    const length = buf.readUInt32BE(at);
+    const end = at + 4 + length + HASH_BYTES;
+    if (end > buf.length) return fail(seq, 'event record overruns segment');
+    const preimage = buf.subarray(at + 4, at + 4 + length);
+    const stored = buf.toString('hex', at + 4 + length, end);
+    let event: SealedEvent;
+    try {
+      event = parsePreimage(preimage, stored);
+    } catch (err) {
+      if (err instanceof InvalidFormatError) return fail(seq, err.message, err);
+      throw err;
+    }
+    if (event.seq !== seq) return fail(seq, `record holds seq ${event.seq}`);
+    if (event.prevHash !== prev) return fail(seq, 'prevHash does not link to the previous event');
+    if (sha256(preimage).toString('hex') !== stored) return fail(seq, 'hash does not match bytes');
+    events.push(event);
+    prev = stored;
+    at = end;
+  }
+  if (at !== buf.length) return fail(header.lastSeq, 'trailing bytes after the last event');
+  if (prev !== header.lastHash) return fail(header.lastSeq, 'lastHash does not match the events');
+  return { header, events };
+};
+
+/**
+ * Object key of the segment that starts at `firstSeq`. Seqs are zero-padded to 16 digits so
+ * that listing a stream's prefix returns its segments in seq order.
+ */
+export const segmentPrefix = (tenant: string, stream: string): string =>
+  `t/${tenant}/s/${stream}/seg/`;
+
+export const segmentKey = (tenant: string, stream: string, firstSeq: number): string =>
+  `${segmentPrefix(tenant, stream)}${String(firstSeq).padStart(16, '0')}`;
+
+/** The firstSeq named by a segment key, or undefined when the key is not a segment's. */
+export const firstSeqOfKey = (key: string): number | undefined => {
+  const m = /\/seg\/(\d{16})$/.exec(key);
+  return m?.[1] === undefined ? undefined : Number(m[1]);
+};
