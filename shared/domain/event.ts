@@ -72,9 +72,9 @@ export const encodePreimage = (
   checkUint('seq', seq);
   checkUint('ts', ts);
   if (!isHexHash(prevHash)) throw new InvalidInputError('prevHash must be 64 lowercase hex chars');
-  const typeBytes = encoder.encode(type);
+  const typeLength = Buffer.byteLength(type, 'utf8');
   const payloadLength = Buffer.byteLength(payloadJson, 'utf8');
-  const buf = Buffer.allocUnsafe(FIXED_BYTES + typeBytes.length + payloadLength);
+  const buf = Buffer.allocUnsafe(FIXED_BYTES + typeLength + payloadLength);
   buf.writeUInt8(EVENT_FORMAT_VERSION, 0);
   buf.writeUInt32BE(Math.floor(seq / 2 ** 32), 1);
   buf.writeUInt32BE(seq >>> 0, 5);
@@ -82,9 +82,9 @@ export const encodePreimage = (
   buf.writeUInt32BE(ts >>> 0, 13);
   buf.write(prevHash, PREV_HASH_OFFSET, HASH_BYTES, 'hex');
   let at = PREV_HASH_OFFSET + HASH_BYTES;
-  buf.writeUInt32BE(typeBytes.length, at);
-  buf.set(typeBytes, at + 4);
-  at += 4 + typeBytes.length;
+  buf.writeUInt32BE(typeLength, at);
+  buf.write(type, at + 4, typeLength, 'utf8');
+  at += 4 + typeLength;
   buf.writeUInt32BE(payloadLength, at);
   buf.write(payloadJson, at + 4, payloadLength, 'utf8');
   return buf;
@@ -105,7 +105,7 @@ export const sealEvent = (
     prevHash,
     hash: sha256(preimage).toString('hex'),
     preimage,
-    payloadOffset: FIXED_BYTES + preimage.readUInt32BE(PREV_HASH_OFFSET + HASH_BYTES),
+    payloadOffset: FIXED_BYTES + Buffer.byteLength(input.type, 'utf8'),
   };
 };
 
@@ -127,33 +127,49 @@ export const sealBatch = (
 };
 
 /**
+ * Checks the layout of a v1 preimage without decoding strings: version, field lengths within
+ * bounds, no trailing bytes. Returns the offset of the payload, or a reason it is malformed.
+ */
+export const preimageLayout = (buf: Buffer): number | string => {
+  if (buf.length < FIXED_BYTES) return 'event record too short';
+  if (buf[0] !== EVENT_FORMAT_VERSION) return `unknown event format ${buf[0]}`;
+  const typeLength = buf.readUInt32BE(PREV_HASH_OFFSET + HASH_BYTES);
+  const typeStart = PREV_HASH_OFFSET + HASH_BYTES + 4;
+  if (typeStart + typeLength + 4 > buf.length) return 'type overruns record';
+  const payloadOffset = typeStart + typeLength + 4;
+  if (payloadOffset + buf.readUInt32BE(typeStart + typeLength) !== buf.length) {
+    return 'payload length does not match record';
+  }
+  return payloadOffset;
+};
+
+/** The seq field of a preimage (layout already checked). */
+export const preimageSeq = (buf: Buffer): number =>
+  buf.readUInt32BE(1) * 2 ** 32 + buf.readUInt32BE(5);
+
+/** The raw prevHash bytes of a preimage (layout already checked). */
+export const preimagePrevHash = (buf: Buffer): Buffer =>
+  buf.subarray(PREV_HASH_OFFSET, PREV_HASH_OFFSET + HASH_BYTES);
+
+/**
  * Reads the fields of a preimage (no hashing). Throws InvalidFormatError when the bytes are
  * not a well-formed v1 preimage: lengths out of bounds, trailing bytes, bad UTF-8.
  */
 export const parsePreimage = (preimage: Uint8Array, hash: string): SealedEvent => {
   const buf = Buffer.from(preimage.buffer, preimage.byteOffset, preimage.byteLength);
-  if (buf.length < FIXED_BYTES) throw new InvalidFormatError('event record too short');
-  if (buf.readUInt8(0) !== EVENT_FORMAT_VERSION) {
-    throw new InvalidFormatError(`unknown event format ${buf.readUInt8(0)}`);
-  }
-  const seq = buf.readUInt32BE(1) * 2 ** 32 + buf.readUInt32BE(5);
+  const payloadOffset = preimageLayout(buf);
+  if (typeof payloadOffset === 'string') throw new InvalidFormatError(payloadOffset);
+  const seq = preimageSeq(buf);
   const ts = buf.readUInt32BE(9) * 2 ** 32 + buf.readUInt32BE(13);
   if (seq > MAX_SAFE_SEQ || ts > MAX_SAFE_SEQ) throw new InvalidFormatError('seq or ts too large');
-  const prevHash = buf.toString('hex', PREV_HASH_OFFSET, PREV_HASH_OFFSET + HASH_BYTES);
-  const typeLength = buf.readUInt32BE(PREV_HASH_OFFSET + HASH_BYTES);
   const typeStart = PREV_HASH_OFFSET + HASH_BYTES + 4;
-  if (typeStart + typeLength + 4 > buf.length) throw new InvalidFormatError('type overruns record');
-  const payloadLength = buf.readUInt32BE(typeStart + typeLength);
-  const payloadOffset = typeStart + typeLength + 4;
-  if (payloadOffset + payloadLength !== buf.length) {
-    throw new InvalidFormatError('payload length does not match record');
-  }
   let type: string;
   try {
-    type = decoder.decode(buf.subarray(typeStart, typeStart + typeLength));
+    type = decoder.decode(buf.subarray(typeStart, payloadOffset - 4));
   } catch (err) {
     throw new InvalidFormatError('type is not UTF-8', { cause: err });
   }
+  const prevHash = preimagePrevHash(buf).toString('hex');
   return { seq, ts, type, prevHash, hash, preimage, payloadOffset };
 };
 

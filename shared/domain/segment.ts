@@ -1,6 +1,12 @@
 import { canonicalJson } from './canonical.js';
 import { InvalidFormatError, InvalidInputError, TamperedLedgerError } from './errors.js';
-import { parsePreimage, type SealedEvent } from './event.js';
+import {
+  parsePreimage,
+  preimageLayout,
+  preimagePrevHash,
+  preimageSeq,
+  type SealedEvent,
+} from './event.js';
 import { HASH_BYTES, isHexHash, sha256 } from './hashing.js';
 
 /**
@@ -9,11 +15,18 @@ import { HASH_BYTES, isHexHash, sha256 } from './hashing.js';
  *
  *   8 bytes  magic "HEFSEG\0" + u8 format version (= 1)
  *   u32      len(header), then the header as RFC 8785 canonical JSON
+ *   32 bytes SHA-256 of the header bytes (the header seal)
  *   n times: u32 len(preimage), the event preimage, 32 bytes SHA-256 of it
  *
  * Decoding checks everything (magic, header fields, every record's bounds, seq continuity,
  * hash linkage from the header's prevHash, every hash, the header's lastSeq/lastHash, no
  * trailing bytes) and fails closed with TamperedLedgerError naming the first bad seq.
+ *
+ * Event bytes are covered by the hash chain, whose last hash the chain head (a record in
+ * the RecordStore) holds. The header seal covers the header's own fields (epoch,
+ * idempotency key, createdAt), so that any flipped byte of a segment is detected; it is a
+ * checksum, not a signature: someone able to rewrite the object can recompute it, but can
+ * change no event without breaking the chain.
  */
 
 export const SEGMENT_FORMAT_VERSION = 1;
@@ -75,7 +88,7 @@ export const encodeSegment = (meta: SegmentMeta, events: SealedEvent[]): Uint8Ar
     createdAt: meta.createdAt,
   };
   const headerBytes = Buffer.from(canonicalJson(header), 'utf8');
-  let size = MAGIC.length + 4 + headerBytes.length;
+  let size = MAGIC.length + 4 + headerBytes.length + HASH_BYTES;
   for (const e of events) size += 4 + e.preimage.length + HASH_BYTES;
   const buf = Buffer.allocUnsafe(size);
   MAGIC.copy(buf, 0);
@@ -83,6 +96,8 @@ export const encodeSegment = (meta: SegmentMeta, events: SealedEvent[]): Uint8Ar
   buf.writeUInt32BE(headerBytes.length, at);
   headerBytes.copy(buf, at + 4);
   at += 4 + headerBytes.length;
+  sha256(headerBytes).copy(buf, at);
+  at += HASH_BYTES;
   for (const e of events) {
     buf.writeUInt32BE(e.preimage.length, at);
     buf.set(e.preimage, at + 4);
@@ -124,7 +139,16 @@ const checkHeader = (raw: unknown, expect: SegmentExpectation): SegmentHeader =>
 };
 
 /** Decodes and fully verifies a segment; throws TamperedLedgerError on any mismatch. */
-export const decodeSegment = (bytes: Uint8Array, expect: SegmentExpectation): Segment => {
+export interface DecodeOptions {
+  /** Check integrity only; the returned segment holds no events. */
+  verifyOnly?: boolean;
+}
+
+export const decodeSegment = (
+  bytes: Uint8Array,
+  expect: SegmentExpectation,
+  options: DecodeOptions = {},
+): Segment => {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const fail = (seq: number, why: string, cause?: unknown): never => {
     throw new TamperedLedgerError(seq, why, cause === undefined ? undefined : { cause });
@@ -134,41 +158,53 @@ export const decodeSegment = (bytes: Uint8Array, expect: SegmentExpectation): Se
   }
   const headerLength = buf.readUInt32BE(MAGIC.length);
   const headerEnd = MAGIC.length + 4 + headerLength;
-  if (headerEnd > buf.length) return fail(expect.firstSeq, 'header overruns segment');
+  if (headerEnd + HASH_BYTES > buf.length) return fail(expect.firstSeq, 'header overruns segment');
+  const headerBytes = buf.subarray(MAGIC.length + 4, headerEnd);
+  if (!sha256(headerBytes).equals(buf.subarray(headerEnd, headerEnd + HASH_BYTES))) {
+    return fail(expect.firstSeq, 'header seal does not match');
+  }
   let raw: unknown;
   try {
-    raw = JSON.parse(buf.toString('utf8', MAGIC.length + 4, headerEnd));
+    raw = JSON.parse(headerBytes.toString('utf8'));
   } catch (err) {
     return fail(expect.firstSeq, 'header is not JSON', err);
   }
   const header = checkHeader(raw, expect);
 
+  // Integrity first, on raw bytes (no hex or UTF-8 decoding): layout, seq, linkage, hash.
   const events: SealedEvent[] = [];
-  let at = headerEnd;
-  let prev = header.prevHash;
+  let at = headerEnd + HASH_BYTES;
+  let prev: Buffer = Buffer.from(header.prevHash, 'hex');
   for (let seq = header.firstSeq; seq <= header.lastSeq; seq++) {
     if (at + 4 > buf.length) return fail(seq, 'segment ends before its lastSeq');
     const length = buf.readUInt32BE(at);
     const end = at + 4 + length + HASH_BYTES;
     if (end > buf.length) return fail(seq, 'event record overruns segment');
     const preimage = buf.subarray(at + 4, at + 4 + length);
-    const stored = buf.toString('hex', at + 4 + length, end);
-    let event: SealedEvent;
-    try {
-      event = parsePreimage(preimage, stored);
-    } catch (err) {
-      if (err instanceof InvalidFormatError) return fail(seq, err.message, err);
-      throw err;
+    const stored = buf.subarray(at + 4 + length, end);
+    const layout = preimageLayout(preimage);
+    if (typeof layout === 'string') return fail(seq, layout);
+    if (preimageSeq(preimage) !== seq)
+      return fail(seq, `record holds seq ${preimageSeq(preimage)}`);
+    if (!preimagePrevHash(preimage).equals(prev)) {
+      return fail(seq, 'prevHash does not link to the previous event');
     }
-    if (event.seq !== seq) return fail(seq, `record holds seq ${event.seq}`);
-    if (event.prevHash !== prev) return fail(seq, 'prevHash does not link to the previous event');
-    if (sha256(preimage).toString('hex') !== stored) return fail(seq, 'hash does not match bytes');
-    events.push(event);
+    if (!sha256(preimage).equals(stored)) return fail(seq, 'hash does not match bytes');
+    if (!options.verifyOnly) {
+      try {
+        events.push(parsePreimage(preimage, stored.toString('hex')));
+      } catch (err) {
+        if (err instanceof InvalidFormatError) return fail(seq, err.message, err);
+        throw err;
+      }
+    }
     prev = stored;
     at = end;
   }
   if (at !== buf.length) return fail(header.lastSeq, 'trailing bytes after the last event');
-  if (prev !== header.lastHash) return fail(header.lastSeq, 'lastHash does not match the events');
+  if (prev.toString('hex') !== header.lastHash) {
+    return fail(header.lastSeq, 'lastHash does not match the events');
+  }
   return { header, events };
 };
 

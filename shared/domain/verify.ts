@@ -1,6 +1,6 @@
 import { TamperedLedgerError } from './errors.js';
 import { hashLedgerEvent, type LedgerEvent } from './event.js';
-import { decodeSegment, type Segment } from './segment.js';
+import { type DecodeOptions, decodeSegment, type Segment } from './segment.js';
 
 /** A point on a chain: the seq of an event and its hash (seq 0 = the genesis hash). */
 export interface ChainPoint {
@@ -55,16 +55,21 @@ export const decodeChain = (
   stream: string,
   from: ChainPoint,
   bodies: Iterable<Uint8Array>,
+  options: DecodeOptions = {},
 ): Segment[] => {
   const segments: Segment[] = [];
   let prev = from;
   for (const body of bodies) {
-    const segment = decodeSegment(body, {
-      tenant,
-      stream,
-      firstSeq: prev.seq + 1,
-      prevHash: prev.hash,
-    });
+    const segment = decodeSegment(
+      body,
+      {
+        tenant,
+        stream,
+        firstSeq: prev.seq + 1,
+        prevHash: prev.hash,
+      },
+      options,
+    );
     segments.push(segment);
     prev = { seq: segment.header.lastSeq, hash: segment.header.lastHash };
   }
@@ -79,7 +84,7 @@ export const verifySegments = (
   bodies: Iterable<Uint8Array>,
 ): VerifyResult => {
   try {
-    const segments = decodeChain(tenant, stream, from, bodies);
+    const segments = decodeChain(tenant, stream, from, bodies, { verifyOnly: true });
     const last = segments.at(-1)?.header;
     return { ok: true, seq: last?.lastSeq ?? from.seq, hash: last?.lastHash ?? from.hash };
   } catch (err) {
