@@ -18,6 +18,10 @@ export type ErrorCode =
   | 'ErrIdempotencyKeyReused'
   | 'ErrIdempotencyInProgress'
   | 'ErrCrashInjected'
+  | 'ErrPayloadTooLarge'
+  | 'ErrUnsupportedMediaType'
+  | 'ErrUnauthorized'
+  | 'ErrForbidden'
   | 'ErrInternal';
 
 export interface HefestoErrorOptions {
@@ -86,6 +90,69 @@ export class InvalidInputError extends HefestoError {
 export class InvalidFormatError extends HefestoError {
   constructor(message: string, options?: HefestoErrorOptions) {
     super('ErrInvalidFormat', message, options);
+  }
+}
+
+/** The caller's expectedSeq is not the stream's head seq. */
+export class SeqConflictError extends HefestoError {
+  readonly currentSeq: number;
+
+  constructor(expectedSeq: number, currentSeq: number) {
+    super('ErrSeqConflict', `expected seq ${expectedSeq}, stream is at ${currentSeq}`);
+    this.currentSeq = currentSeq;
+  }
+}
+
+export class StreamNotFoundError extends HefestoError {
+  constructor(stream: string) {
+    super('ErrStreamNotFound', `stream ${stream} not found`);
+  }
+}
+
+export class NotFoundError extends HefestoError {
+  constructor(message: string) {
+    super('ErrNotFound', message);
+  }
+}
+
+/** The Idempotency-Key was used before for a request with another fingerprint. */
+export class IdempotencyKeyReusedError extends HefestoError {
+  constructor() {
+    super('ErrIdempotencyKeyReused', 'this Idempotency-Key was used for a different request');
+  }
+}
+
+/** A request with this Idempotency-Key is still being processed. */
+export class IdempotencyInProgressError extends HefestoError {
+  readonly retryAfterMs: number;
+
+  constructor(retryAfterMs: number) {
+    super('ErrIdempotencyInProgress', 'a request with this Idempotency-Key is in progress');
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+export class PayloadTooLargeError extends HefestoError {
+  constructor(message: string) {
+    super('ErrPayloadTooLarge', message);
+  }
+}
+
+export class UnsupportedMediaTypeError extends HefestoError {
+  constructor(message: string) {
+    super('ErrUnsupportedMediaType', message);
+  }
+}
+
+export class UnauthorizedError extends HefestoError {
+  constructor(message = 'missing or invalid API key') {
+    super('ErrUnauthorized', message);
+  }
+}
+
+export class ForbiddenError extends HefestoError {
+  constructor(message: string) {
+    super('ErrForbidden', message);
   }
 }
 

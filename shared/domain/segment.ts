@@ -45,6 +45,8 @@ export interface SegmentHeader {
   epoch: number;
   /** Idempotency key of the request that appended this batch, or null. */
   idempotencyKey: string | null;
+  /** SHA-256 fingerprint of that request (method, path, body), or null. */
+  requestDigest: string | null;
   /** Milliseconds since the epoch, from the writer's clock. */
   createdAt: number;
 }
@@ -68,6 +70,7 @@ export interface SegmentMeta {
   stream: string;
   epoch: number;
   idempotencyKey: string | null;
+  requestDigest: string | null;
   createdAt: number;
 }
 
@@ -85,6 +88,7 @@ export const encodeSegment = (meta: SegmentMeta, events: SealedEvent[]): Uint8Ar
     lastHash: last.hash,
     epoch: meta.epoch,
     idempotencyKey: meta.idempotencyKey,
+    requestDigest: meta.requestDigest,
     createdAt: meta.createdAt,
   };
   const headerBytes = Buffer.from(canonicalJson(header), 'utf8');
@@ -119,7 +123,7 @@ const checkHeader = (raw: unknown, expect: SegmentExpectation): SegmentHeader =>
   const keys = Object.keys(h).sort().join(',');
   if (
     keys !==
-    'createdAt,epoch,firstSeq,format,idempotencyKey,lastHash,lastSeq,prevHash,stream,tenant'
+    'createdAt,epoch,firstSeq,format,idempotencyKey,lastHash,lastSeq,prevHash,requestDigest,stream,tenant'
   ) {
     return fail('has unexpected fields');
   }
@@ -135,6 +139,8 @@ const checkHeader = (raw: unknown, expect: SegmentExpectation): SegmentHeader =>
   if (h.idempotencyKey !== null && typeof h.idempotencyKey !== 'string') {
     return fail('has a bad idempotencyKey');
   }
+  if (h.requestDigest !== null && !isHexHash(h.requestDigest))
+    return fail('has a bad requestDigest');
   return h as SegmentHeader;
 };
 

@@ -1,0 +1,293 @@
+import {
+  ConflictError,
+  HefestoError,
+  IdempotencyInProgressError,
+  IdempotencyKeyReusedError,
+  InvalidInputError,
+  SeqConflictError,
+  UnavailableError,
+} from '../domain/errors.js';
+import { type EventInput, genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
+import { decodeSegment, encodeSegment, type SegmentHeader, segmentKey } from '../domain/segment.js';
+import type { Clock } from '../ports/clock.js';
+import type { ObjectStore } from '../ports/object-store.js';
+import type { RecordStore, TransactOp } from '../ports/record-store.js';
+import {
+  type AppendResponse,
+  type HeadRecord,
+  headKey,
+  idempotencyKey,
+  segmentIndexKey,
+  toHead,
+  toIdempotency,
+} from './layout.js';
+
+/**
+ * The append commit protocol. One append = one segment object (create-only) + one record
+ * transaction that moves the chain head over it.
+ *
+ *   1. Read the head (seq S, hash h); if the request has an Idempotency-Key, then read its
+ *      record: done -> answer the stored response (other fingerprint -> 422).
+ *      Dies here: nothing was written.
+ *   2. Seal the events S+1..S+n and create the segment at key(S+1) with put-if-absent.
+ *      If another segment is there, it is a concurrent or dead writer's: verify that it
+ *      chains from h, commit it for them (roll forward), and start again at 1.
+ *      Dies after this step: the segment is an orphan at head+1, never acknowledged and
+ *      invisible to readers (they stop at the head). The next append to the stream, or the
+ *      retry with the same key, finds it, verifies it and rolls the head over it, so the
+ *      retry gets the original result and nothing is written twice.
+ *   3. Commit: one transaction moves the head from S to S+n (condition: head still at S with
+ *      the same epoch), records the segment in the index, and stores the idempotency record.
+ *      If the condition fails, the head moved: the only segment at key(S+1) is ours, so the
+ *      head can only have moved by rolling ours forward; we confirm it from the index.
+ *      Dies after this step: the append is durable; the retry finds the idempotency record.
+ *   4. Answer 201.
+ *
+ * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward.
+ */
+
+export type CommitStep = 'head-read' | 'segment-written' | 'committed';
+
+/** Test hook: throw from it to simulate the process dying right after `step`. */
+export type CrashHook = (step: CommitStep) => void;
+
+export interface AppendOptions {
+  objects: ObjectStore;
+  records: RecordStore;
+  clock: Clock;
+  crash?: CrashHook;
+  /** A same-key request's orphan younger than this is in flight (409). Default 2000 ms. */
+  inFlightGraceMs?: number;
+  /** How long idempotency records are kept. Default 24 h. */
+  idempotencyTtlSeconds?: number;
+  /** Head races lost before giving up with ErrUnavailable. Default 16. */
+  maxAttempts?: number;
+}
+
+export interface AppendRequest {
+  tenant: string;
+  stream: string;
+  events: EventInput[];
+  expectedSeq?: number;
+  idempotency?: { key: string; digest: string };
+}
+
+export interface AppendOutcome {
+  response: AppendResponse;
+  /** true when this answer is the stored result of an earlier request with the same key. */
+  replayed: boolean;
+}
+
+interface ChainHead extends HeadRecord {
+  exists: boolean;
+}
+
+const responseOf = (header: Pick<SegmentHeader, 'firstSeq' | 'lastSeq' | 'lastHash'>) => ({
+  firstSeq: header.firstSeq,
+  lastSeq: header.lastSeq,
+  head: { seq: header.lastSeq, hash: header.lastHash },
+});
+
+export class Appender {
+  readonly #o: Required<Omit<AppendOptions, 'crash'>> & Pick<AppendOptions, 'crash'>;
+
+  constructor(options: AppendOptions) {
+    this.#o = { inFlightGraceMs: 2000, idempotencyTtlSeconds: 86_400, maxAttempts: 16, ...options };
+  }
+
+  async readHead(tenant: string, stream: string): Promise<ChainHead> {
+    const item = await this.#o.records.get(headKey(tenant, stream));
+    if (item) return { ...toHead(item), exists: true };
+    const now = this.#o.clock.now();
+    return {
+      seq: 0,
+      hash: genesisHash(tenant, stream),
+      epoch: 0,
+      createdAt: now,
+      updatedAt: now,
+      exists: false,
+    };
+  }
+
+  async append(req: AppendRequest): Promise<AppendOutcome> {
+    if (req.events.length === 0) throw new InvalidInputError('an append needs at least one event');
+    const { objects, clock, crash, maxAttempts } = this.#o;
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      const head = await this.readHead(req.tenant, req.stream);
+      crash?.('head-read');
+      const replay = await this.#storedResult(req);
+      if (replay) return replay;
+      if (req.expectedSeq !== undefined && req.expectedSeq !== head.seq) {
+        throw new SeqConflictError(req.expectedSeq, head.seq);
+      }
+
+      const now = clock.now();
+      const events = sealBatch(head.seq, head.hash, now, req.events);
+      const header = {
+        tenant: req.tenant,
+        stream: req.stream,
+        epoch: head.epoch,
+        idempotencyKey: req.idempotency?.key ?? null,
+        requestDigest: req.idempotency?.digest ?? null,
+        createdAt: now,
+      };
+      const key = segmentKey(req.tenant, req.stream, head.seq + 1);
+      try {
+        await objects.putIfAbsent(key, encodeSegment(header, events));
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+        const outcome = await this.#rollForward(req, head, key);
+        if (outcome) return outcome;
+        continue;
+      }
+      crash?.('segment-written');
+
+      const last = events.at(-1) as SealedEvent;
+      const ours = {
+        firstSeq: head.seq + 1,
+        lastSeq: last.seq,
+        prevHash: head.hash,
+        lastHash: last.hash,
+      };
+      try {
+        await this.#commit(req.tenant, req.stream, head, { ...header, ...ours }, key);
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+        if (!(await this.#isCommitted(req.tenant, req.stream, ours))) {
+          throw new HefestoError(
+            'ErrInternal',
+            `segment ${key} lost its head race without being adopted`,
+          );
+        }
+      }
+      crash?.('committed');
+      return { response: responseOf(ours), replayed: false };
+    }
+    throw new UnavailableError(
+      `stream ${req.stream} is too contended: ${maxAttempts} head races lost`,
+    );
+  }
+
+  /** The stored answer for this request's Idempotency-Key, if it was already committed. */
+  async #storedResult(req: AppendRequest): Promise<AppendOutcome | undefined> {
+    if (!req.idempotency) return undefined;
+    const item = await this.#o.records.get(idempotencyKey(req.tenant, req.idempotency.key));
+    if (!item) return undefined;
+    const record = toIdempotency(item);
+    if (record.digest !== req.idempotency.digest || record.stream !== req.stream) {
+      throw new IdempotencyKeyReusedError();
+    }
+    return { response: record.body, replayed: true };
+  }
+
+  /**
+   * Another writer's segment sits at head+1. Verify it chains from the head, then commit it
+   * for them. If it is this very request (same key), answer its result instead, or 409
+   * while its writer may still be finishing.
+   */
+  async #rollForward(
+    req: AppendRequest,
+    head: ChainHead,
+    key: string,
+  ): Promise<AppendOutcome | undefined> {
+    const stored = await this.#o.objects.get(key);
+    if (!stored) return undefined; // removed in between (compaction): start again
+    const { header } = decodeSegment(
+      stored.body,
+      { tenant: req.tenant, stream: req.stream, firstSeq: head.seq + 1, prevHash: head.hash },
+      { verifyOnly: true },
+    );
+    const sameKey = req.idempotency !== undefined && header.idempotencyKey === req.idempotency.key;
+    if (sameKey) {
+      if (header.requestDigest !== req.idempotency?.digest) throw new IdempotencyKeyReusedError();
+      const age = this.#o.clock.now() - header.createdAt;
+      if (age < this.#o.inFlightGraceMs) {
+        throw new IdempotencyInProgressError(this.#o.inFlightGraceMs - age);
+      }
+    }
+    try {
+      await this.#commit(req.tenant, req.stream, head, header, key);
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      return undefined; // someone else committed first: start again
+    }
+    return sameKey ? { response: responseOf(header), replayed: true } : undefined;
+  }
+
+  /** Step 3: move the head over one verified segment, with its index and idempotency records. */
+  async #commit(
+    tenant: string,
+    stream: string,
+    head: ChainHead,
+    segment: Pick<
+      SegmentHeader,
+      'firstSeq' | 'lastSeq' | 'prevHash' | 'lastHash' | 'idempotencyKey' | 'requestDigest'
+    >,
+    objectKey: string,
+  ): Promise<void> {
+    const now = this.#o.clock.now();
+    const hk = headKey(tenant, stream);
+    const ops: TransactOp[] = [
+      head.exists
+        ? {
+            kind: 'update',
+            key: hk,
+            update: { set: { seq: segment.lastSeq, hash: segment.lastHash, updatedAt: now } },
+            conditions: [
+              { op: 'eq', attr: 'seq', value: head.seq },
+              { op: 'eq', attr: 'epoch', value: head.epoch },
+            ],
+          }
+        : {
+            kind: 'put',
+            item: {
+              ...hk,
+              seq: segment.lastSeq,
+              hash: segment.lastHash,
+              epoch: 0,
+              createdAt: now,
+              updatedAt: now,
+            },
+            conditions: [{ op: 'notExists' }],
+          },
+      {
+        kind: 'put',
+        item: {
+          ...segmentIndexKey(tenant, stream, segment.lastSeq),
+          firstSeq: segment.firstSeq,
+          lastSeq: segment.lastSeq,
+          prevHash: segment.prevHash,
+          lastHash: segment.lastHash,
+          objectKey,
+        },
+        conditions: [{ op: 'notExists' }],
+      },
+    ];
+    if (segment.idempotencyKey !== null && segment.requestDigest !== null) {
+      // Unconditional: the head condition already makes this commit the only one; an expired
+      // record of a reused key may still be stored and is rightly replaced.
+      ops.push({
+        kind: 'put',
+        item: {
+          ...idempotencyKey(tenant, segment.idempotencyKey),
+          stream,
+          digest: segment.requestDigest,
+          status: 201,
+          body: responseOf(segment),
+          createdAt: now,
+          ttl: Math.floor(now / 1000) + this.#o.idempotencyTtlSeconds,
+        },
+      });
+    }
+    await this.#o.records.transact(ops);
+  }
+
+  async #isCommitted(
+    tenant: string,
+    stream: string,
+    ours: { lastSeq: number; lastHash: string },
+  ): Promise<boolean> {
+    const item = await this.#o.records.get(segmentIndexKey(tenant, stream, ours.lastSeq));
+    return item?.lastHash === ours.lastHash;
+  }
+}
