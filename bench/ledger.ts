@@ -51,7 +51,14 @@ export const runLedgerBench = () => {
       for (const e of events) preimages.push(e.preimage);
       bodies.push(
         encodeSegment(
-          { tenant: 'bench', stream: 'stream', epoch: 0, idempotencyKey: null, createdAt: 0 },
+          {
+            tenant: 'bench',
+            stream: 'stream',
+            epoch: 0,
+            idempotencyKey: null,
+            requestDigest: null,
+            createdAt: 0,
+          },
           events,
         ),
       );

@@ -22,7 +22,14 @@ import { decodeChain, verifyEvents, verifySegments } from '../../shared/domain/v
 const TENANT = 'acme';
 const STREAM = 'run-1';
 const GENESIS = genesisHash(TENANT, STREAM);
-const meta = { tenant: TENANT, stream: STREAM, epoch: 0, idempotencyKey: 'k1', createdAt: 1_000 };
+const meta = {
+  tenant: TENANT,
+  stream: STREAM,
+  epoch: 0,
+  idempotencyKey: 'k1',
+  requestDigest: null,
+  createdAt: 1_000,
+};
 
 const inputs = (n: number, from = 0) =>
   Array.from({ length: n }, (_, i) => ({
