@@ -1,0 +1,99 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
+import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
+import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
+import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
+import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import type { ObjectStore } from '../../shared/ports/object-store.js';
+import type { RecordStore } from '../../shared/ports/record-store.js';
+import {
+  createTestBucket,
+  createTestTable,
+  hasAwsEmulators,
+  makeDynamoClient,
+  makeS3Client,
+} from './aws.js';
+
+/** A pair of stores for service-level suites, with a way to reach the raw bytes. */
+export interface StorePair {
+  objects: ObjectStore;
+  records: RecordStore;
+  /** Where a test can flip bytes behind the adapter's back. */
+  tamper(key: string, mutate: (body: Uint8Array) => Uint8Array): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export interface StoreFactory {
+  name: string;
+  enabled: boolean;
+  make(): Promise<StorePair>;
+}
+
+/** Rewrites an object through the port itself (putIfMatch on its current etag). */
+const tamperVia =
+  (objects: ObjectStore) => async (key: string, mutate: (b: Uint8Array) => Uint8Array) => {
+    const current = await objects.get(key);
+    if (!current) throw new Error(`nothing to tamper at ${key}`);
+    await objects.putIfMatch(key, mutate(Uint8Array.from(current.body)), current.etag);
+  };
+
+export const memoryStores: StoreFactory = {
+  name: 'memory',
+  enabled: true,
+  make: async () => {
+    const objects = new MemoryObjectStore();
+    return {
+      objects,
+      records: new MemoryRecordStore(),
+      tamper: tamperVia(objects),
+      cleanup: async () => {},
+    };
+  },
+};
+
+export const localStores: StoreFactory = {
+  name: 'local',
+  enabled: true,
+  make: async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hefesto-svc-'));
+    const objects = new LocalObjectStore({ dir: join(dir, 'objects') });
+    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
+    return {
+      objects,
+      records,
+      tamper: tamperVia(objects),
+      cleanup: async () => {
+        objects.close();
+        records.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+export const awsStores: StoreFactory = {
+  name: 'aws',
+  enabled: hasAwsEmulators(),
+  make: async () => {
+    const s3 = makeS3Client({ maxAttempts: 3 });
+    const dynamo = makeDynamoClient({ maxAttempts: 3 });
+    const bucket = await createTestBucket(s3);
+    const table = await createTestTable(dynamo);
+    const objects = new S3ObjectStore({ client: s3, bucket: bucket.name });
+    return {
+      objects,
+      records: new DynamoRecordStore({ client: dynamo, table: table.name }),
+      tamper: tamperVia(objects),
+      cleanup: async () => {
+        await Promise.all([bucket.cleanup(), table.cleanup()]);
+        s3.destroy();
+        dynamo.destroy();
+      },
+    };
+  },
+};
+
+export const allStores: StoreFactory[] = [memoryStores, localStores, awsStores];
