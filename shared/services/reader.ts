@@ -106,10 +106,11 @@ export class Reader {
     let prev = start;
     let batch: SegmentIndexRecord[] = [];
     const flush = async (): Promise<boolean> => {
-      const segments = await Promise.all(
-        batch.map((e) => this.#segment(tenant, stream, e, verifyOnly)),
-      );
-      for (const [i, segment] of segments.entries()) {
+      // Fetch ahead in parallel, but judge segments in order: a bad segment past the point
+      // where the visitor stops must not fail a read that never needed it.
+      const pending = batch.map((e) => this.#segment(tenant, stream, e, verifyOnly));
+      for (const p of pending) p.catch(() => undefined);
+      for (const [i, fetched] of pending.entries()) {
         const entry = batch[i] as SegmentIndexRecord;
         const expected = prev ? prev.seq + 1 : from;
         if (
@@ -117,6 +118,7 @@ export class Reader {
         ) {
           throw new TamperedLedgerError(expected, 'segment index has a gap or a broken link');
         }
+        const segment = await fetched;
         prev = { seq: entry.lastSeq, hash: entry.lastHash };
         if (!visit(segment, entry)) return false;
       }
@@ -146,7 +148,7 @@ export class Reader {
         if (options.type === undefined || sealed.type === options.type)
           events.push(toLedgerEvent(sealed));
       }
-      return scanned < head.seq;
+      return scanned < head.seq && events.length < limit && scanned - from + 1 < this.#o.maxScan;
     });
     if (scanned < from)
       throw new TamperedLedgerError(from, 'committed events are missing from the index');
