@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe } from 'vitest';
+import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
+import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
+import {
+  createTestBucket,
+  createTestTable,
+  hasAwsEmulators,
+  makeDynamoClient,
+  makeS3Client,
+  type TestResource,
+} from '../support/aws.js';
+import { objectStoreContract } from './object-store.contract.js';
+import { recordStoreContract } from './record-store.contract.js';
+
+/**
+ * The storage contracts against the AWS adapters, on S3 and DynamoDB emulators (or LocalStack).
+ * Run `bash scripts/emulators/start.sh && source .emulators/env` first; skipped otherwise.
+ * S3: one bucket for the file, a fresh key prefix per test. DynamoDB: a fresh table per test.
+ */
+describe.skipIf(!hasAwsEmulators())('AWS adapters', () => {
+  describe('on S3', () => {
+    let bucket: TestResource;
+    let tests = 0;
+    beforeAll(async () => {
+      bucket = await createTestBucket();
+    });
+    afterAll(async () => {
+      await bucket?.cleanup();
+    });
+
+    objectStoreContract('aws (S3)', async ({ faults, retry }) => {
+      const client = makeS3Client();
+      const prefix = `test-${++tests}/`;
+      const store = new S3ObjectStore({ client, bucket: bucket.name, prefix, faults, retry });
+      return { store, cleanup: async () => client.destroy() };
+    });
+  });
+
+  describe('on DynamoDB', () => {
+    recordStoreContract('aws (DynamoDB)', async ({ faults, retry }) => {
+      const client = makeDynamoClient();
+      const table = await createTestTable(client);
+      const store = new DynamoRecordStore({ client, table: table.name, faults, retry });
+      return {
+        store,
+        cleanup: async () => {
+          await table.cleanup();
+          client.destroy();
+        },
+      };
+    });
+  });
+});
