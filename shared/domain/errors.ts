@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'ErrIdempotencyKeyReused'
   | 'ErrIdempotencyInProgress'
   | 'ErrCrashInjected'
+  | 'ErrInvalidDelta'
+  | 'ErrStreamExists'
   | 'ErrPayloadTooLarge'
   | 'ErrUnsupportedMediaType'
   | 'ErrUnauthorized'
@@ -90,6 +92,37 @@ export class InvalidInputError extends HefestoError {
 export class InvalidFormatError extends HefestoError {
   constructor(message: string, options?: HefestoErrorOptions) {
     super('ErrInvalidFormat', message, options);
+  }
+}
+
+/**
+ * A checkpoint whose base digest is not the stream's state digest, a stated post digest
+ * that is not what the ops yield, or a stored digest that hydration cannot reproduce.
+ */
+export class DivergenceError extends HefestoError {
+  readonly seq: number | undefined;
+  readonly expectedDigest: string | undefined;
+
+  constructor(message: string, seq?: number, expectedDigest?: string) {
+    super('ErrDivergenceDetected', message);
+    this.seq = seq;
+    this.expectedDigest = expectedDigest;
+  }
+}
+
+/** Delta operations that cannot apply to the state (missing path, set under a non-object). */
+export class InvalidDeltaError extends HefestoError {
+  readonly opIndex: number;
+
+  constructor(opIndex: number, message: string) {
+    super('ErrInvalidDelta', `op ${opIndex}: ${message}`);
+    this.opIndex = opIndex;
+  }
+}
+
+export class StreamExistsError extends HefestoError {
+  constructor(stream: string) {
+    super('ErrStreamExists', `stream ${stream} already exists`);
   }
 }
 

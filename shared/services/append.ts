@@ -1,5 +1,6 @@
 import {
   ConflictError,
+  DivergenceError,
   HefestoError,
   IdempotencyInProgressError,
   IdempotencyKeyReusedError,
@@ -7,8 +8,15 @@ import {
   SeqConflictError,
   UnavailableError,
 } from '../domain/errors.js';
-import { type EventInput, genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
+import {
+  type EventInput,
+  genesisHash,
+  payloadJsonOf,
+  type SealedEvent,
+  sealBatch,
+} from '../domain/event.js';
 import { decodeSegment, encodeSegment, type SegmentHeader, segmentKey } from '../domain/segment.js';
+import { DELTA_EVENT, EMPTY_STATE_DIGEST, FORK_EVENT } from '../domain/state.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore, TransactOp } from '../ports/record-store.js';
@@ -69,6 +77,8 @@ export interface AppendRequest {
   stream: string;
   events: EventInput[];
   expectedSeq?: number;
+  /** Checkpoints: the state digest the head must still have (else ErrDivergenceDetected). */
+  expectedStateDigest?: string;
   idempotency?: { key: string; digest: string };
 }
 
@@ -76,17 +86,51 @@ export interface AppendOutcome {
   response: AppendResponse;
   /** true when this answer is the stored result of an earlier request with the same key. */
   replayed: boolean;
+  /** Delta count of the stream after this batch (absent on replays). */
+  deltas?: number;
 }
+
+/**
+ * What a batch does to the stream's state: the digest after its last delta or fork event,
+ * and how many deltas it holds. Read from the events themselves, so that a writer rolling
+ * forward someone else's segment moves the head's state exactly as its writer would have.
+ */
+export const stateEffect = (
+  events: Array<{ type: string; payload: () => unknown }>,
+  before: { stateDigest: string; deltas: number },
+): { stateDigest: string; deltas: number } => {
+  let { stateDigest, deltas } = before;
+  for (const event of events) {
+    if (event.type !== DELTA_EVENT && event.type !== FORK_EVENT) continue;
+    const digest = (event.payload() as { stateDigest?: unknown } | null)?.stateDigest;
+    if (typeof digest !== 'string') continue;
+    stateDigest = digest;
+    if (event.type === DELTA_EVENT) deltas++;
+  }
+  return { stateDigest, deltas };
+};
+
+const sealedEffect = (events: SealedEvent[]) =>
+  events.map((e) => ({ type: e.type, payload: () => JSON.parse(payloadJsonOf(e)) as unknown }));
 
 interface ChainHead extends HeadRecord {
   exists: boolean;
 }
 
-const responseOf = (header: Pick<SegmentHeader, 'firstSeq' | 'lastSeq' | 'lastHash'>) => ({
+const responseOf = (
+  header: Pick<SegmentHeader, 'firstSeq' | 'lastSeq' | 'lastHash'>,
+  stateDigest: string,
+): AppendResponse => ({
   firstSeq: header.firstSeq,
   lastSeq: header.lastSeq,
   head: { seq: header.lastSeq, hash: header.lastHash },
+  stateDigest,
 });
+
+type CommitSegment = Pick<
+  SegmentHeader,
+  'firstSeq' | 'lastSeq' | 'prevHash' | 'lastHash' | 'idempotencyKey' | 'requestDigest'
+> & { stateDigest: string; deltas: number };
 
 export class Appender {
   readonly #o: Required<Omit<AppendOptions, 'crash'>> & Pick<AppendOptions, 'crash'>;
@@ -103,6 +147,8 @@ export class Appender {
       seq: 0,
       hash: genesisHash(tenant, stream),
       epoch: 0,
+      stateDigest: EMPTY_STATE_DIGEST,
+      deltas: 0,
       createdAt: now,
       updatedAt: now,
       exists: false,
@@ -115,10 +161,17 @@ export class Appender {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       const head = await this.readHead(req.tenant, req.stream);
       crash?.('head-read');
-      const replay = await this.#storedResult(req);
+      const replay = await this.storedResult(req);
       if (replay) return replay;
       if (req.expectedSeq !== undefined && req.expectedSeq !== head.seq) {
         throw new SeqConflictError(req.expectedSeq, head.seq);
+      }
+      if (req.expectedStateDigest !== undefined && req.expectedStateDigest !== head.stateDigest) {
+        throw new DivergenceError(
+          'baseDigest is not the stream state digest',
+          head.seq,
+          head.stateDigest,
+        );
       }
 
       const now = clock.now();
@@ -143,11 +196,16 @@ export class Appender {
       crash?.('segment-written');
 
       const last = events.at(-1) as SealedEvent;
+      const effect = stateEffect(
+        req.events.map((e) => ({ type: e.type, payload: () => e.payload })),
+        head,
+      );
       const ours = {
         firstSeq: head.seq + 1,
         lastSeq: last.seq,
         prevHash: head.hash,
         lastHash: last.hash,
+        ...effect,
       };
       try {
         await this.#commit(req.tenant, req.stream, head, { ...header, ...ours }, key);
@@ -161,7 +219,7 @@ export class Appender {
         }
       }
       crash?.('committed');
-      return { response: responseOf(ours), replayed: false };
+      return { response: responseOf(ours, ours.stateDigest), replayed: false, deltas: ours.deltas };
     }
     throw new UnavailableError(
       `stream ${req.stream} is too contended: ${maxAttempts} head races lost`,
@@ -169,7 +227,7 @@ export class Appender {
   }
 
   /** The stored answer for this request's Idempotency-Key, if it was already committed. */
-  async #storedResult(req: AppendRequest): Promise<AppendOutcome | undefined> {
+  async storedResult(req: AppendRequest): Promise<AppendOutcome | undefined> {
     if (!req.idempotency) return undefined;
     const item = await this.#o.records.get(idempotencyKey(req.tenant, req.idempotency.key));
     if (!item) return undefined;
@@ -192,11 +250,13 @@ export class Appender {
   ): Promise<AppendOutcome | undefined> {
     const stored = await this.#o.objects.get(key);
     if (!stored) return undefined; // removed in between (compaction): start again
-    const { header } = decodeSegment(
-      stored.body,
-      { tenant: req.tenant, stream: req.stream, firstSeq: head.seq + 1, prevHash: head.hash },
-      { verifyOnly: true },
-    );
+    const { header, events } = decodeSegment(stored.body, {
+      tenant: req.tenant,
+      stream: req.stream,
+      firstSeq: head.seq + 1,
+      prevHash: head.hash,
+    });
+    const effect = stateEffect(sealedEffect(events), head);
     const sameKey = req.idempotency !== undefined && header.idempotencyKey === req.idempotency.key;
     if (sameKey) {
       if (header.requestDigest !== req.idempotency?.digest) throw new IdempotencyKeyReusedError();
@@ -206,12 +266,14 @@ export class Appender {
       }
     }
     try {
-      await this.#commit(req.tenant, req.stream, head, header, key);
+      await this.#commit(req.tenant, req.stream, head, { ...header, ...effect }, key);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       return undefined; // someone else committed first: start again
     }
-    return sameKey ? { response: responseOf(header), replayed: true } : undefined;
+    return sameKey
+      ? { response: responseOf(header, effect.stateDigest), replayed: true }
+      : undefined;
   }
 
   /** Step 3: move the head over one verified segment, with its index and idempotency records. */
@@ -219,10 +281,7 @@ export class Appender {
     tenant: string,
     stream: string,
     head: ChainHead,
-    segment: Pick<
-      SegmentHeader,
-      'firstSeq' | 'lastSeq' | 'prevHash' | 'lastHash' | 'idempotencyKey' | 'requestDigest'
-    >,
+    segment: CommitSegment,
     objectKey: string,
   ): Promise<void> {
     const now = this.#o.clock.now();
@@ -232,7 +291,15 @@ export class Appender {
         ? {
             kind: 'update',
             key: hk,
-            update: { set: { seq: segment.lastSeq, hash: segment.lastHash, updatedAt: now } },
+            update: {
+              set: {
+                seq: segment.lastSeq,
+                hash: segment.lastHash,
+                stateDigest: segment.stateDigest,
+                deltas: segment.deltas,
+                updatedAt: now,
+              },
+            },
             conditions: [
               { op: 'eq', attr: 'seq', value: head.seq },
               { op: 'eq', attr: 'epoch', value: head.epoch },
@@ -245,6 +312,8 @@ export class Appender {
               seq: segment.lastSeq,
               hash: segment.lastHash,
               epoch: 0,
+              stateDigest: segment.stateDigest,
+              deltas: segment.deltas,
               createdAt: now,
               updatedAt: now,
             },
@@ -273,7 +342,7 @@ export class Appender {
           stream,
           digest: segment.requestDigest,
           status: 201,
-          body: responseOf(segment),
+          body: { ...responseOf(segment, segment.stateDigest) },
           createdAt: now,
           ttl: Math.floor(now / 1000) + this.#o.idempotencyTtlSeconds,
         },

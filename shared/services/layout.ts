@@ -8,8 +8,10 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  * | ----------------- | ------------------------- | ------------------- |
  * | chain head        | t#{tenant}#s#{stream}     | head                |
  * | segment index     | t#{tenant}#s#{stream}     | seg#{lastSeq, 16d}  |
+ * | snapshot index    | t#{tenant}#s#{stream}     | snap#{INV - seq}    |
  * | idempotency       | t#{tenant}#idem#{key}     | idem                |
  * | API key           | key#{keyId}               | key                 |
+ * | bootstrap marker  | bootstrap                 | bootstrap           |
  */
 
 export const pad16 = (n: number): string => String(n).padStart(16, '0');
@@ -28,6 +30,28 @@ export const segmentIndexKey = (tenant: string, stream: string, lastSeq: number)
   sk: `${SEGMENT_INDEX_PREFIX}${pad16(lastSeq)}`,
 });
 
+/**
+ * Snapshot index keys hold INV - seq, so that an ascending query starting after the key of
+ * seq N + 1 meets the latest snapshot at or before N first (no descending query needed).
+ */
+export const SNAPSHOT_INDEX_PREFIX = 'snap#';
+const INV = Number.MAX_SAFE_INTEGER;
+
+export const snapshotIndexSk = (seq: number): string =>
+  `${SNAPSHOT_INDEX_PREFIX}${pad16(INV - seq)}`;
+
+export const snapshotIndexKey = (tenant: string, stream: string, seq: number): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: snapshotIndexSk(seq),
+});
+
+export interface SnapshotIndexRecord {
+  seq: number;
+  hash: string;
+  stateDigest: string;
+  objectKey: string;
+}
+
 export const idempotencyKey = (tenant: string, key: string): ItemKey => ({
   pk: `t#${tenant}#idem#${key}`,
   sk: 'idem',
@@ -38,6 +62,10 @@ export interface HeadRecord {
   seq: number;
   hash: string;
   epoch: number;
+  /** Digest of the agent state after event `seq`. */
+  stateDigest: string;
+  /** Number of delta checkpoints in the stream (snapshot cadence). */
+  deltas: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -66,6 +94,8 @@ export interface AppendResponse {
   firstSeq: number;
   lastSeq: number;
   head: { seq: number; hash: string };
+  /** State digest after the batch (answers for checkpoint replays). */
+  stateDigest?: string;
 }
 
 const num = (item: Item, attr: string): number => {
@@ -84,6 +114,8 @@ export const toHead = (item: Item): HeadRecord => ({
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),
   epoch: num(item, 'epoch'),
+  stateDigest: str(item, 'stateDigest'),
+  deltas: num(item, 'deltas'),
   createdAt: num(item, 'createdAt'),
   updatedAt: num(item, 'updatedAt'),
 });
@@ -93,6 +125,13 @@ export const toSegmentIndex = (item: Item): SegmentIndexRecord => ({
   lastSeq: num(item, 'lastSeq'),
   prevHash: str(item, 'prevHash'),
   lastHash: str(item, 'lastHash'),
+  objectKey: str(item, 'objectKey'),
+});
+
+export const toSnapshotIndex = (item: Item): SnapshotIndexRecord => ({
+  seq: num(item, 'seq'),
+  hash: str(item, 'hash'),
+  stateDigest: str(item, 'stateDigest'),
   objectKey: str(item, 'objectKey'),
 });
 

@@ -1,0 +1,104 @@
+import jsonpatch from 'fast-json-patch';
+import { canonicalJson, type JsonValue } from './canonical.js';
+import { InvalidDeltaError, InvalidInputError } from './errors.js';
+import { sha256Hex } from './hashing.js';
+
+/**
+ * Agent state and delta checkpoints. The state is a JSON object ({} when empty); a delta is a
+ * list of SET / DELETE operations addressed by RFC 6901 JSON Pointers, applied with
+ * fast-json-patch. The state digest is SHA-256 of the RFC 8785 canonical JSON of the state.
+ */
+
+export type JsonObject = { [key: string]: JsonValue };
+
+export type DeltaOp =
+  | { op: 'set'; path: string; value: JsonValue }
+  | { op: 'delete'; path: string };
+
+/** Ledger event types the service writes itself; clients may not append them directly. */
+export const DELTA_EVENT = 'hefesto.delta';
+export const FORK_EVENT = 'hefesto.fork';
+export const RESERVED_TYPE_PREFIX = 'hefesto.';
+
+export interface DeltaPayload {
+  ops: DeltaOp[];
+  baseDigest: string;
+  stateDigest: string;
+}
+
+export interface ForkPayload {
+  source: { streamId: string; seq: number; hash: string };
+  stateDigest: string;
+  snapshotKey: string;
+}
+
+export const EMPTY_STATE_DIGEST = sha256Hex(canonicalJson({}));
+
+export const stateDigestOf = (state: JsonObject): string => sha256Hex(canonicalJson(state));
+
+const isContainer = (v: unknown): v is JsonObject | JsonValue[] =>
+  typeof v === 'object' && v !== null;
+
+const parentOf = (path: string): { parent: string; last: string } => {
+  const at = path.lastIndexOf('/');
+  return { parent: path.slice(0, at), last: jsonpatch.unescapePathComponent(path.slice(at + 1)) };
+};
+
+/**
+ * Applies ops to `state` IN PLACE (the caller owns the object and discards it if this throws,
+ * since earlier ops may already have applied). Throws InvalidDeltaError naming the op.
+ */
+export const applyOps = (state: JsonObject, ops: DeltaOp[]): JsonObject => {
+  for (const [i, op] of ops.entries()) {
+    if (!op.path.startsWith('/')) {
+      throw new InvalidDeltaError(i, 'path must be a JSON Pointer below the root, like /a/b');
+    }
+    const { parent, last } = parentOf(op.path);
+    let container: unknown;
+    try {
+      container = parent === '' ? state : jsonpatch.getValueByPointer(state, parent);
+    } catch {
+      container = undefined;
+    }
+    if (container === undefined)
+      throw new InvalidDeltaError(i, `parent of ${op.path} does not exist`);
+    if (!isContainer(container))
+      throw new InvalidDeltaError(i, `parent of ${op.path} is not an object or array`);
+    const array = Array.isArray(container) ? container : undefined;
+    const isArray = array !== undefined;
+    const exists = array
+      ? /^(0|[1-9]\d*)$/.test(last) && Number(last) < array.length
+      : Object.hasOwn(container, last);
+    let patch: jsonpatch.Operation;
+    if (op.op === 'delete') {
+      if (!exists) throw new InvalidDeltaError(i, `${op.path} does not exist`);
+      patch = { op: 'remove', path: op.path };
+    } else if (array && !exists && last !== '-' && last !== String(array.length)) {
+      throw new InvalidDeltaError(i, `${op.path} is past the end of the array`);
+    } else {
+      patch = { op: isArray && exists ? 'replace' : 'add', path: op.path, value: op.value };
+    }
+    try {
+      jsonpatch.applyOperation(state, patch, true, true, true);
+    } catch (err) {
+      throw new InvalidDeltaError(i, (err as Error).message.split('\n')[0] ?? 'cannot apply');
+    }
+  }
+  return state;
+};
+
+/** Checks the shape of a delta's ops (types, paths); values are any JSON. */
+export const checkOps = (ops: unknown): DeltaOp[] => {
+  if (!Array.isArray(ops) || ops.length === 0)
+    throw new InvalidInputError('ops must be a non-empty array');
+  for (const [i, op] of ops.entries()) {
+    const o = op as Partial<{ op: string; path: unknown; value: unknown }>;
+    if (typeof o?.path !== 'string') throw new InvalidInputError(`op ${i}: path must be a string`);
+    if (o.op === 'set' ? !('value' in o) || o.value === undefined : o.op !== 'delete') {
+      throw new InvalidInputError(`op ${i}: must be {op:"set",path,value} or {op:"delete",path}`);
+    }
+  }
+  return ops as DeltaOp[];
+};
+
+export const cloneState = (state: JsonObject): JsonObject => structuredClone(state);

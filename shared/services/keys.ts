@@ -1,0 +1,199 @@
+import { randomBytes as nodeRandomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidInputError,
+  NotFoundError,
+  UnauthorizedError,
+} from '../domain/errors.js';
+import { isHexHash, sha256 } from '../domain/hashing.js';
+import type { Clock } from '../ports/clock.js';
+import type { Item, ItemKey, RecordStore } from '../ports/record-store.js';
+
+/**
+ * API keys: `hk_<keyId>_<secret>`, where keyId is 16 hex chars (public, names the record)
+ * and secret is 32 random bytes in base64url. Only SHA-256 of the whole key is stored: the
+ * secret is high-entropy, so a slow password hash would add latency and no safety. Hashes
+ * are compared in constant time.
+ *
+ * Records (see layout.ts): the key at pk `key#<keyId>`, sk `key`; a bootstrap marker at
+ * pk `bootstrap`, sk `bootstrap`, written with the first key so that it is created once
+ * per store. Revoking keeps the record with `revokedAt` set (audit trail); a revoked key
+ * is refused like an unknown one.
+ *
+ * A root key (HEFESTO_API_KEY) is never stored: it belongs to tenant `default`, carries
+ * every scope, and may manage keys of any tenant.
+ */
+
+export const SCOPES = ['read', 'write', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const DEFAULT_TENANT = 'default';
+export const ROOT_KEY_ID = 'root';
+
+/** Who is calling: always derived from the presented key, never from the request. */
+export interface Principal {
+  keyId: string;
+  tenant: string;
+  scopes: readonly Scope[];
+  root: boolean;
+}
+
+/** A newly created key; `key` is shown once and cannot be recovered later. */
+export interface IssuedKey {
+  id: string;
+  key: string;
+  tenant: string;
+  scopes: Scope[];
+  createdAt: number;
+}
+
+export interface KeyServiceOptions {
+  records: RecordStore;
+  clock: Clock;
+  /** Accepted as a root key. */
+  rootKey?: string | undefined;
+  /** Source of key ids and secrets. Default: node:crypto randomBytes. */
+  randomBytes?: (size: number) => Uint8Array;
+}
+
+const KEY_PATTERN = /^hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
+const KEY_ID_PATTERN = /^[0-9a-f]{16}$/;
+const BOOTSTRAP_MARKER: ItemKey = { pk: 'bootstrap', sk: 'bootstrap' };
+
+const keyRecordKey = (keyId: string): ItemKey => ({ pk: `key#${keyId}`, sk: 'key' });
+
+const sameHash = (a: Buffer, b: Buffer): boolean => a.length === b.length && timingSafeEqual(a, b);
+
+const isScope = (value: unknown): value is Scope => SCOPES.includes(value as Scope);
+
+interface KeyRecord {
+  tenant: string;
+  scopes: Scope[];
+  hash: string;
+  revokedAt?: number;
+}
+
+const toKeyRecord = (item: Item): KeyRecord | undefined => {
+  const { tenant, scopes, hash, revokedAt } = item;
+  if (typeof tenant !== 'string' || typeof hash !== 'string' || !Array.isArray(scopes)) {
+    return undefined;
+  }
+  if (!scopes.every(isScope)) return undefined;
+  return typeof revokedAt === 'number'
+    ? { tenant, scopes, hash, revokedAt }
+    : { tenant, scopes, hash };
+};
+
+export class KeyService {
+  readonly #records: RecordStore;
+  readonly #clock: Clock;
+  readonly #rootHash: Buffer | undefined;
+  readonly #random: (size: number) => Uint8Array;
+
+  constructor(options: KeyServiceOptions) {
+    this.#records = options.records;
+    this.#clock = options.clock;
+    this.#rootHash = options.rootKey ? sha256(options.rootKey) : undefined;
+    this.#random = options.randomBytes ?? nodeRandomBytes;
+  }
+
+  /** The principal of a presented key; any failure is the same ErrUnauthorized. */
+  async authenticate(token: string): Promise<Principal> {
+    const presented = sha256(token);
+    if (this.#rootHash && sameHash(presented, this.#rootHash)) {
+      return { keyId: ROOT_KEY_ID, tenant: DEFAULT_TENANT, scopes: [...SCOPES], root: true };
+    }
+    const match = KEY_PATTERN.exec(token);
+    const keyId = match?.[1];
+    if (keyId === undefined) throw new UnauthorizedError();
+    const item = await this.#records.get(keyRecordKey(keyId));
+    const record = item && toKeyRecord(item);
+    if (!record || record.revokedAt !== undefined || !isHexHash(record.hash)) {
+      throw new UnauthorizedError();
+    }
+    if (!sameHash(presented, Buffer.from(record.hash, 'hex'))) throw new UnauthorizedError();
+    return { keyId, tenant: record.tenant, scopes: record.scopes, root: false };
+  }
+
+  /** Creates a key for `tenant`: an admin may do so for its own tenant, the root key for any. */
+  async create(by: Principal, input: { tenant: string; scopes: Scope[] }): Promise<IssuedKey> {
+    this.#checkAdmin(by);
+    if (!TENANT_PATTERN.test(input.tenant)) throw new InvalidInputError('invalid tenant id');
+    if (!by.root && input.tenant !== by.tenant) {
+      throw new ForbiddenError('an admin key may only create keys for its own tenant');
+    }
+    const scopes = SCOPES.filter((s) => input.scopes.includes(s));
+    if (scopes.length === 0 || input.scopes.some((s) => !isScope(s))) {
+      throw new InvalidInputError(`scopes must be a non-empty subset of ${SCOPES.join(', ')}`);
+    }
+    const issued = this.#newKey(input.tenant, scopes);
+    await this.#records.put(this.#recordOf(issued), { conditions: [{ op: 'notExists' }] });
+    return issued;
+  }
+
+  /**
+   * Revokes a key; revoking it again is a no-op. A key of another tenant is reported as not
+   * found, so that an admin cannot probe which key ids exist elsewhere.
+   */
+  async revoke(by: Principal, keyId: string): Promise<void> {
+    this.#checkAdmin(by);
+    const notFound = new NotFoundError(`key ${keyId} not found`);
+    if (!KEY_ID_PATTERN.test(keyId)) throw notFound;
+    const key = keyRecordKey(keyId);
+    const item = await this.#records.get(key);
+    const record = item && toKeyRecord(item);
+    if (!record || (!by.root && record.tenant !== by.tenant)) throw notFound;
+    if (record.revokedAt !== undefined) return;
+    await this.#records.update(
+      key,
+      { set: { revokedAt: this.#clock.now() } },
+      { conditions: [{ op: 'exists' }] },
+    );
+  }
+
+  /**
+   * Creates the first key (tenant `default`, every scope) unless this store has had one
+   * created this way before. Returns it, or undefined when it already happened (also when
+   * another process won the race).
+   */
+  async ensureBootstrapKey(): Promise<IssuedKey | undefined> {
+    if (await this.#records.get(BOOTSTRAP_MARKER)) return undefined;
+    const issued = this.#newKey(DEFAULT_TENANT, [...SCOPES]);
+    try {
+      await this.#records.transact([
+        { kind: 'put', item: this.#recordOf(issued), conditions: [{ op: 'notExists' }] },
+        {
+          kind: 'put',
+          item: { ...BOOTSTRAP_MARKER, keyId: issued.id, createdAt: issued.createdAt },
+          conditions: [{ op: 'notExists' }],
+        },
+      ]);
+    } catch (err) {
+      if (err instanceof ConflictError) return undefined;
+      throw err;
+    }
+    return issued;
+  }
+
+  #checkAdmin(by: Principal): void {
+    if (!by.scopes.includes('admin')) throw new ForbiddenError('this key lacks the admin scope');
+  }
+
+  #newKey(tenant: string, scopes: Scope[]): IssuedKey {
+    const id = Buffer.from(this.#random(8)).toString('hex');
+    const secret = Buffer.from(this.#random(32)).toString('base64url');
+    return { id, key: `hk_${id}_${secret}`, tenant, scopes, createdAt: this.#clock.now() };
+  }
+
+  #recordOf(issued: IssuedKey): Item {
+    return {
+      ...keyRecordKey(issued.id),
+      tenant: issued.tenant,
+      scopes: issued.scopes,
+      hash: sha256(issued.key).toString('hex'),
+      createdAt: issued.createdAt,
+    };
+  }
+}
