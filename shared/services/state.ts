@@ -1,0 +1,220 @@
+import { canonicalJson } from '../domain/canonical.js';
+import { DivergenceError, InvalidInputError, TamperedLedgerError } from '../domain/errors.js';
+import type { LedgerEvent } from '../domain/event.js';
+import { sha256Hex } from '../domain/hashing.js';
+import { decodeSnapshot, encodeSnapshot, snapshotKey } from '../domain/snapshot.js';
+import {
+  applyOps,
+  DELTA_EVENT,
+  type DeltaPayload,
+  EMPTY_STATE_DIGEST,
+  FORK_EVENT,
+  type ForkPayload,
+  type JsonObject,
+} from '../domain/state.js';
+import type { ObjectStore } from '../ports/object-store.js';
+import type { RecordStore } from '../ports/record-store.js';
+import {
+  SNAPSHOT_INDEX_PREFIX,
+  snapshotIndexKey,
+  snapshotIndexSk,
+  streamPk,
+  toSnapshotIndex,
+} from './layout.js';
+import type { Reader } from './reader.js';
+
+/**
+ * Hydration: the state of a stream at any seq, from one base snapshot and the events after it.
+ *
+ *   1. Find the latest snapshot at or before seq in the snapshot index (one query).
+ *   2. Read it, check it names this stream and seq, and recompute its digest.
+ *   3. Read the events after it (verified against the chain by the Reader), check the first
+ *      links to the snapshot's chain hash, and apply every delta: its baseDigest must be the
+ *      running digest, and the digest recomputed after it must be the one it recorded.
+ * Any mismatch fails closed: ErrTamperedLedger for bytes, ErrDivergenceDetected for digests.
+ */
+
+export interface HydratedState {
+  seq: number;
+  state: JsonObject;
+  stateDigest: string;
+  /** Chain hash of event `seq`. */
+  hash: string;
+  /** Deltas applied on top of the base (the repair rule writes a base past K). */
+  deltasApplied: number;
+  /** Seq of the base snapshot used (0: none, started from {} or a fork's origin). */
+  baseSeq: number;
+}
+
+export interface StateStoreOptions {
+  objects: ObjectStore;
+  records: RecordStore;
+  reader: Reader;
+  /** A base snapshot every K deltas. Default 25. */
+  snapshotEvery?: number;
+}
+
+const digestOf = (state: JsonObject) => sha256Hex(canonicalJson(state));
+
+export class StateStore {
+  readonly #o: Required<StateStoreOptions>;
+
+  constructor(options: StateStoreOptions) {
+    this.#o = { snapshotEvery: 25, ...options };
+  }
+
+  get snapshotEvery(): number {
+    return this.#o.snapshotEvery;
+  }
+
+  /** Writes a snapshot object (put-if-absent; same bytes again is fine) and returns its key. */
+  async writeSnapshotObject(
+    tenant: string,
+    stream: string,
+    at: { seq: number; hash: string; stateDigest: string; stateJson: string },
+  ): Promise<string> {
+    const key = snapshotKey(tenant, stream, at.seq, at.stateDigest);
+    const body = encodeSnapshot(
+      { tenant, stream, seq: at.seq, hash: at.hash, stateDigest: at.stateDigest },
+      at.stateJson,
+    );
+    await this.#o.objects.putIfAbsent(key, body);
+    return key;
+  }
+
+  /** Writes a base snapshot: the object, then its index record. Idempotent. */
+  async writeSnapshot(
+    tenant: string,
+    stream: string,
+    at: { seq: number; hash: string; stateDigest: string; stateJson: string },
+  ): Promise<string> {
+    const key = await this.writeSnapshotObject(tenant, stream, at);
+    await this.#o.records.put({
+      ...snapshotIndexKey(tenant, stream, at.seq),
+      seq: at.seq,
+      hash: at.hash,
+      stateDigest: at.stateDigest,
+      objectKey: key,
+    });
+    return key;
+  }
+
+  async #loadSnapshot(
+    tenant: string,
+    stream: string,
+    objectKey: string,
+    expect: { seq: number; stateDigest: string; hash?: string },
+  ) {
+    const stored = await this.#o.objects.get(objectKey);
+    if (!stored)
+      throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
+    return decodeSnapshot(stored.body, { tenant, stream, ...expect });
+  }
+
+  /** The latest indexed base snapshot at or before `seq`, if any. */
+  async #baseAtOrBefore(tenant: string, stream: string, seq: number) {
+    const page = await this.#o.records.query(streamPk(tenant, stream), {
+      skPrefix: SNAPSHOT_INDEX_PREFIX,
+      after: snapshotIndexSk(seq + 1),
+      limit: 1,
+    });
+    const item = page.items[0];
+    return item ? toSnapshotIndex(item) : undefined;
+  }
+
+  /** State at `seq` (the head when omitted). */
+  async hydrate(tenant: string, stream: string, seq?: number): Promise<HydratedState> {
+    const head = await this.#o.reader.head(tenant, stream);
+    const at = seq ?? head.seq;
+    if (!Number.isSafeInteger(at) || at < 1 || at > head.seq) {
+      throw new InvalidInputError(`seq must be between 1 and ${head.seq}`);
+    }
+    const base = await this.#baseAtOrBefore(tenant, stream, at);
+    let state: JsonObject = {};
+    let digest = EMPTY_STATE_DIGEST;
+    let hash = '';
+    let from = 1;
+    if (base) {
+      const snapshot = await this.#loadSnapshot(tenant, stream, base.objectKey, base);
+      state = snapshot.state;
+      digest = base.stateDigest;
+      hash = base.hash;
+      from = base.seq + 1;
+    }
+    let deltasApplied = 0;
+    let next: number | undefined = from;
+    while (next !== undefined && next <= at) {
+      const page = await this.#o.reader.readEvents(tenant, stream, {
+        from: next,
+        limit: Math.min(1000, at - next + 1),
+      });
+      for (const event of page.events) {
+        if (event.seq > at) break;
+        if (event.seq === from && base && event.prevHash !== base.hash) {
+          throw new TamperedLedgerError(
+            event.seq,
+            'first event after the snapshot does not link to it',
+          );
+        }
+        if (event.type === DELTA_EVENT) {
+          state = this.#applyDelta(event, state, digest);
+          digest = (event.payload as unknown as DeltaPayload).stateDigest;
+          deltasApplied++;
+        } else if (event.type === FORK_EVENT) {
+          ({ state, digest } = await this.#applyFork(tenant, stream, event));
+        }
+        hash = event.hash;
+      }
+      next = page.next;
+      if (page.events.length === 0) break;
+    }
+    if (base && at === base.seq) hash = base.hash;
+    if (digest !== (at === head.seq ? head.stateDigest : digest)) {
+      throw new DivergenceError(
+        'hydrated state digest is not the head digest',
+        at,
+        head.stateDigest,
+      );
+    }
+    return { seq: at, state, stateDigest: digest, hash, deltasApplied, baseSeq: base?.seq ?? 0 };
+  }
+
+  /** Where a forked stream came from (its first event), verified like any read. */
+  async forkOrigin(tenant: string, stream: string): Promise<ForkPayload['source']> {
+    const [first] = (await this.#o.reader.readEvents(tenant, stream, { from: 1, limit: 1 })).events;
+    if (first?.type !== FORK_EVENT) throw new InvalidInputError(`stream ${stream} is not a fork`);
+    return (first.payload as unknown as ForkPayload).source;
+  }
+
+  #applyDelta(event: LedgerEvent, state: JsonObject, digest: string): JsonObject {
+    const payload = event.payload as unknown as DeltaPayload;
+    if (payload.baseDigest !== digest) {
+      throw new DivergenceError(
+        `delta at seq ${event.seq} does not start from the state before it`,
+        event.seq,
+        digest,
+      );
+    }
+    const next = applyOps(state, payload.ops);
+    const recomputed = digestOf(next);
+    if (recomputed !== payload.stateDigest) {
+      throw new DivergenceError(
+        `state after seq ${event.seq} does not match its recorded digest`,
+        event.seq,
+        payload.stateDigest,
+      );
+    }
+    return next;
+  }
+
+  async #applyFork(tenant: string, stream: string, event: LedgerEvent) {
+    const payload = event.payload as unknown as ForkPayload;
+    if (event.seq !== 1)
+      throw new TamperedLedgerError(event.seq, 'a fork event can only open a stream');
+    const snapshot = await this.#loadSnapshot(tenant, stream, payload.snapshotKey, {
+      seq: 0,
+      stateDigest: payload.stateDigest,
+    });
+    return { state: snapshot.state, digest: payload.stateDigest };
+  }
+}
