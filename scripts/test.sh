@@ -2,10 +2,7 @@
 # The project's test command (`npm test`): install check, lint/format, typecheck, then vitest
 # against real S3/DynamoDB APIs.
 #
-# - AWS_ENDPOINT_URL set (e.g. LocalStack at http://localhost:4566): start nothing, point the S3
-#   and DynamoDB endpoints at it.
-# - Otherwise: start the local emulators (Ceph radosgw + DynamoDB Local, scripts/emulators/),
-#   and stop them on exit unless HEFESTO_KEEP_EMULATORS=1 or they were already running.
+# Endpoints: see scripts/with-aws.sh (LocalStack via AWS_ENDPOINT_URL, else local emulators).
 #
 # Extra arguments go to `vitest run`, e.g. `npm test -- test/integration`.
 set -euo pipefail
@@ -24,31 +21,5 @@ npx biome check .
 echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
 
-if [[ -n ${AWS_ENDPOINT_URL:-} ]]; then
-  echo "[test] AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL: using it for S3 and DynamoDB, starting no emulators" >&2
-  export AWS_ENDPOINT_URL_S3="${AWS_ENDPOINT_URL_S3:-$AWS_ENDPOINT_URL}"
-  export AWS_ENDPOINT_URL_DYNAMODB="${AWS_ENDPOINT_URL_DYNAMODB:-$AWS_ENDPOINT_URL}"
-  export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
-  export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
-  export AWS_REGION="${AWS_REGION:-us-east-1}"
-  export HEFESTO_S3_FORCE_PATH_STYLE="${HEFESTO_S3_FORCE_PATH_STYLE:-true}"
-else
-  if bash scripts/emulators/start.sh --check; then
-    echo '[test] emulators already running: reusing them (left running afterwards)' >&2
-    bash scripts/emulators/start.sh
-  else
-    bash scripts/emulators/start.sh
-    if [[ ${HEFESTO_KEEP_EMULATORS:-} != 1 ]]; then
-      trap 'bash scripts/emulators/stop.sh' EXIT
-    fi
-  fi
-  # shellcheck disable=SC1091
-  source "${HEFESTO_EMU_DIR:-.emulators}/env"
-fi
-
-echo '[test] vitest run' >&2
-set +e
-npx vitest run "$@"
-code=$?
-set -e
-exit "$code"
+echo '[test] vitest run (with S3 and DynamoDB endpoints)' >&2
+exec bash scripts/with-aws.sh npx vitest run "$@"

@@ -136,7 +136,12 @@ export class Appender {
   readonly #o: Required<Omit<AppendOptions, 'crash'>> & Pick<AppendOptions, 'crash'>;
 
   constructor(options: AppendOptions) {
-    this.#o = { inFlightGraceMs: 2000, idempotencyTtlSeconds: 86_400, maxAttempts: 16, ...options };
+    this.#o = {
+      ...options,
+      inFlightGraceMs: options.inFlightGraceMs ?? 2000,
+      idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? 86_400,
+      maxAttempts: options.maxAttempts ?? 16,
+    };
   }
 
   async readHead(tenant: string, stream: string): Promise<ChainHead> {

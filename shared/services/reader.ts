@@ -47,7 +47,11 @@ export class Reader {
   readonly #o: Required<ReaderOptions>;
 
   constructor(options: ReaderOptions) {
-    this.#o = { concurrency: 8, maxScan: 5000, ...options };
+    this.#o = {
+      ...options,
+      concurrency: options.concurrency ?? 8,
+      maxScan: options.maxScan ?? 5000,
+    };
   }
 
   async head(tenant: string, stream: string): Promise<HeadRecord> {

@@ -60,7 +60,7 @@ export class StateStore {
   readonly #o: Required<StateStoreOptions>;
 
   constructor(options: StateStoreOptions) {
-    this.#o = { snapshotEvery: 25, ...options };
+    this.#o = { ...options, snapshotEvery: options.snapshotEvery ?? 25 };
   }
 
   get snapshotEvery(): number {

@@ -1,0 +1,3 @@
+import { runCheckpointBench } from './checkpoints.js';
+
+await runCheckpointBench();

@@ -1,0 +1,48 @@
+import { join } from 'node:path';
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { type Logger, pino } from 'pino';
+import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
+import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import type { Settings } from '../../shared/config/settings.js';
+import { createApp } from '../../shared/http/app.js';
+import type { AppEnv } from '../../shared/http/context.js';
+import { systemClock } from '../../shared/ports/clock.js';
+import { KeyService } from '../../shared/services/keys.js';
+import { Ledger } from '../../shared/services/ledger.js';
+
+export interface Embedded {
+  app: OpenAPIHono<AppEnv>;
+  keys: KeyService;
+  logger: Logger;
+  /** Releases the data directory and closes the database. */
+  close(): void;
+}
+
+/**
+ * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects in
+ * `objects/`, records in `records.sqlite`) -> services -> app.
+ */
+export const createEmbedded = (settings: Settings): Embedded => {
+  const clock = systemClock;
+  const logger = pino({ level: settings.logLevel });
+  const objects = new LocalObjectStore({ dir: settings.dataDir });
+  let records: LocalRecordStore;
+  try {
+    records = new LocalRecordStore({ path: join(settings.dataDir, 'records.sqlite'), clock });
+  } catch (err) {
+    objects.close();
+    throw err;
+  }
+  const ledger = new Ledger({ objects, records, clock });
+  const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
+  const app = createApp({ ledger, keys, logger, clock, limits: settings.limits });
+  return {
+    app,
+    keys,
+    logger,
+    close: () => {
+      records.close();
+      objects.close();
+    },
+  };
+};

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import { InvalidInputError } from '../domain/errors.js';
+import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
+
+/**
+ * Settings: read from the environment once, at start, typed and validated. A bad value
+ * stops the process with one message naming every bad variable. Components (clients,
+ * stores, clock) are built from these by the wiring, never from the environment directly.
+ *
+ * | variable                    | default      | meaning                                   |
+ * | --------------------------- | ------------ | ----------------------------------------- |
+ * | PORT                        | 8787         | embedded server port                      |
+ * | HEFESTO_DATA_DIR            | ./.hefesto   | embedded data directory                   |
+ * | HEFESTO_API_KEY             | (none)       | root key, tenant `default` (>= 16 chars)  |
+ * | HEFESTO_BUCKET              | (none)       | S3 bucket (required on AWS)               |
+ * | HEFESTO_TABLE               | (none)       | DynamoDB table (required on AWS)          |
+ * | HEFESTO_S3_FORCE_PATH_STYLE | false        | path-style S3 URLs (emulators)            |
+ * | HEFESTO_MAX_EVENTS          | 500          | events per append                         |
+ * | HEFESTO_MAX_PAYLOAD_BYTES   | 262144       | canonical JSON bytes per payload          |
+ * | HEFESTO_MAX_BODY_BYTES      | 4194304      | request body bytes                        |
+ * | HEFESTO_LOG_LEVEL           | info         | pino level, or `silent`                   |
+ */
+
+export type Env = Record<string, string | undefined>;
+
+export interface Settings {
+  port: number;
+  dataDir: string;
+  apiKey: string | undefined;
+  bucket: string | undefined;
+  table: string | undefined;
+  s3ForcePathStyle: boolean;
+  limits: HttpLimits;
+  logLevel: LogLevel;
+}
+
+/** Settings for the Lambda entry: bucket and table are required. */
+export interface AwsSettings extends Settings {
+  bucket: string;
+  table: string;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** An empty variable counts as unset. */
+const unset = (value: unknown) => (value === '' ? undefined : value);
+
+const integer = (min: number, max: number, fallback: number) =>
+  z.preprocess(
+    unset,
+    z
+      .string()
+      .regex(/^\d+$/, 'must be a whole number')
+      .transform(Number)
+      .pipe(z.number().int().min(min).max(max))
+      .default(fallback),
+  );
+
+const text = () => z.preprocess(unset, z.string().optional());
+
+const flag = z.preprocess(
+  unset,
+  z
+    .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true' || v === '1'),
+);
+
+const EnvSchema = z.object({
+  PORT: integer(1, 65_535, 8787),
+  HEFESTO_DATA_DIR: z.preprocess(unset, z.string().default('./.hefesto')),
+  HEFESTO_API_KEY: z.preprocess(
+    unset,
+    z
+      .string()
+      .regex(/^[\x21-\x7e]{16,512}$/, 'must be 16..512 printable characters without spaces')
+      .optional(),
+  ),
+  HEFESTO_BUCKET: text(),
+  HEFESTO_TABLE: text(),
+  HEFESTO_S3_FORCE_PATH_STYLE: flag,
+  HEFESTO_MAX_EVENTS: integer(1, 100_000, DEFAULT_LIMITS.maxEvents),
+  HEFESTO_MAX_PAYLOAD_BYTES: integer(1, 64 * 1024 * 1024, DEFAULT_LIMITS.maxPayloadBytes),
+  HEFESTO_MAX_BODY_BYTES: integer(1, 64 * 1024 * 1024, DEFAULT_LIMITS.maxBodyBytes),
+  HEFESTO_LOG_LEVEL: z.preprocess(unset, z.enum(LOG_LEVELS).default('info')),
+});
+
+const fail = (problems: string[]): never => {
+  throw new InvalidInputError(`invalid settings:\n  ${problems.join('\n  ')}`);
+};
+
+const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Settings => {
+  const result = EnvSchema.safeParse(env);
+  const problems = result.success
+    ? []
+    : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  for (const name of required) {
+    if (unset(env[name]) === undefined) problems.push(`${name}: required`);
+  }
+  if (!result.success || problems.length > 0) return fail(problems);
+  const e = result.data;
+  return {
+    port: e.PORT,
+    dataDir: e.HEFESTO_DATA_DIR,
+    apiKey: e.HEFESTO_API_KEY,
+    bucket: e.HEFESTO_BUCKET,
+    table: e.HEFESTO_TABLE,
+    s3ForcePathStyle: e.HEFESTO_S3_FORCE_PATH_STYLE,
+    limits: {
+      maxEvents: e.HEFESTO_MAX_EVENTS,
+      maxPayloadBytes: e.HEFESTO_MAX_PAYLOAD_BYTES,
+      maxBodyBytes: e.HEFESTO_MAX_BODY_BYTES,
+    },
+    logLevel: e.HEFESTO_LOG_LEVEL,
+  };
+};
+
+/** Settings of the embedded server (`npm start`). */
+export const parseSettings = (env: Env): Settings => parse(env, []);
+
+/** Settings of the Lambda entry: HEFESTO_BUCKET and HEFESTO_TABLE are required. */
+export const parseAwsSettings = (env: Env): AwsSettings => {
+  const settings = parse(env, ['HEFESTO_BUCKET', 'HEFESTO_TABLE']);
+  return settings as AwsSettings;
+};

@@ -1,0 +1,115 @@
+import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import {
+  DivergenceError,
+  type ErrorCode,
+  HefestoError,
+  IdempotencyInProgressError,
+  InvalidDeltaError,
+  InvalidInputError,
+  NotFoundError,
+  PayloadTooLargeError,
+  SeqConflictError,
+  TamperedLedgerError,
+  UnsupportedMediaTypeError,
+} from '../domain/errors.js';
+import type { AppEnv } from './context.js';
+import { statusOf } from './status-table.js';
+import { isRequestIssues } from './validation.js';
+
+/**
+ * The error handler: every failure leaves the API as an RFC 9457 problem document,
+ * `application/problem+json`, with a stable `code`. Statuses come from status-table.ts.
+ */
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  instance?: string;
+  requestId?: string;
+  [extra: string]: unknown;
+}
+
+/** Problem types are URNs named by the code: stable identifiers, not documents to fetch. */
+export const problemType = (code: ErrorCode): string => `urn:hefesto:problem:${code}`;
+
+/** 'ErrIdempotencyKeyReused' -> 'Idempotency key reused'. */
+const titleOf = (code: ErrorCode): string => {
+  const words = code.replace(/^Err/, '').replace(/([a-z])([A-Z])/g, '$1 $2');
+  return words.charAt(0) + words.slice(1).toLowerCase();
+};
+
+/**
+ * Errors that reach here without a code: hono's own HTTPExceptions for the few statuses it
+ * raises on request input (should our middleware miss one), anything else is a bug.
+ */
+const toHefestoError = (err: unknown): HefestoError => {
+  if (err instanceof HefestoError) return err;
+  if (err instanceof HTTPException) {
+    if (err.status === 400) return new InvalidInputError(err.message || 'bad request');
+    if (err.status === 413) return new PayloadTooLargeError('the request body is too large');
+    if (err.status === 415) return new UnsupportedMediaTypeError('unsupported media type');
+  }
+  return new HefestoError('ErrInternal', 'internal error', { cause: err });
+};
+
+/** What a caller may see: 4xx messages are written for callers; 5xx internals are not. */
+const detailOf = (err: HefestoError, status: number): string => {
+  if (err instanceof TamperedLedgerError) {
+    return `the ledger fails verification at seq ${err.firstBadSeq}; nothing from there on is served`;
+  }
+  if (status < 500) return err.message;
+  if (err.code === 'ErrUnavailable') return 'the storage backend is unavailable; retry later';
+  return 'an internal error occurred';
+};
+
+const extrasOf = (err: HefestoError): Record<string, unknown> => {
+  if (err instanceof SeqConflictError) return { currentSeq: err.currentSeq };
+  if (err instanceof TamperedLedgerError) return { firstBadSeq: err.firstBadSeq };
+  if (err instanceof DivergenceError && err.seq !== undefined) return { seq: err.seq };
+  if (err instanceof InvalidDeltaError) return { opIndex: err.opIndex };
+  if (err instanceof IdempotencyInProgressError) {
+    return { retryAfterSeconds: retryAfterSeconds(err.retryAfterMs) };
+  }
+  return isRequestIssues(err.cause) ? { issues: err.cause.issues } : {};
+};
+
+const retryAfterSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+const headersOf = (err: HefestoError): Record<string, string> => {
+  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
+  if (err.code === 'ErrUnauthorized') headers['www-authenticate'] = 'Bearer realm="hefesto"';
+  if (err instanceof IdempotencyInProgressError) {
+    headers['retry-after'] = String(retryAfterSeconds(err.retryAfterMs));
+  }
+  if (err.code === 'ErrUnavailable') headers['retry-after'] = '1';
+  return headers;
+};
+
+const respond = (error: unknown, c: Context<AppEnv>): Response => {
+  const err = toHefestoError(error);
+  const status = statusOf(err.code);
+  if (err.code === 'ErrInternal' || status >= 500) c.set('internalError', err.cause ?? err);
+  c.set('errorCode', err.code);
+  const body: Problem = {
+    type: problemType(err.code),
+    title: titleOf(err.code),
+    status,
+    detail: detailOf(err, status),
+    code: err.code,
+    instance: c.req.path,
+    requestId: c.get('requestId'),
+    ...extrasOf(err),
+  };
+  return c.body(JSON.stringify(body), status, headersOf(err));
+};
+
+export const problemHandler: ErrorHandler<AppEnv> = (err, c) => respond(err, c);
+
+export const notFoundHandler: NotFoundHandler<AppEnv> = (c) =>
+  respond(new NotFoundError(`no route for ${c.req.method} ${c.req.path}`), c);

@@ -1,0 +1,70 @@
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import type { KeyService } from '../../services/keys.js';
+import { requireKey } from '../auth.js';
+import { type AppEnv, principalOf } from '../context.js';
+import { jsonBody } from '../json-body.js';
+import type { HttpLimits } from '../limits.js';
+import {
+  BEARER_SECURITY,
+  CreatedKey,
+  CreateKeyBody,
+  json,
+  KeyParams,
+  problemResponses,
+} from '../schemas.js';
+
+export interface KeyRoutesDeps {
+  keys: KeyService;
+  limits: HttpLimits;
+}
+
+/** /keys: create and revoke API keys (admin scope; the root key for any tenant). */
+export const keyRoutes = ({ keys, limits }: KeyRoutesDeps) => {
+  const app = new OpenAPIHono<AppEnv>();
+  const admin = requireKey({ keys, scope: 'admin' });
+
+  const create = createRoute({
+    method: 'post',
+    path: '/keys',
+    summary: 'Create an API key',
+    description:
+      'An admin key creates keys for its own tenant; the root key (HEFESTO_API_KEY) for any. ' +
+      'The secret is returned once; only its SHA-256 is stored.',
+    security: BEARER_SECURITY,
+    middleware: [admin, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
+    request: {
+      body: { required: true, content: { 'application/json': { schema: CreateKeyBody } } },
+    },
+    responses: {
+      201: json(CreatedKey, 'The new key'),
+      ...problemResponses(400, 401, 403, 413, 415, 503),
+    },
+  });
+  app.openapi(create, async (c) => {
+    const by = principalOf(c);
+    const body = c.req.valid('json');
+    const issued = await keys.create(by, { tenant: body.tenant ?? by.tenant, scopes: body.scopes });
+    const { id, key, tenant, scopes } = issued;
+    return c.json({ id, key, tenant, scopes }, 201);
+  });
+
+  const revoke = createRoute({
+    method: 'delete',
+    path: '/keys/{id}',
+    summary: 'Revoke an API key',
+    description: 'After this the key is refused (401). Revoking twice is fine.',
+    security: BEARER_SECURITY,
+    middleware: [admin] as const,
+    request: { params: KeyParams },
+    responses: {
+      204: { description: 'Revoked' },
+      ...problemResponses(401, 403, 404, 503),
+    },
+  });
+  app.openapi(revoke, async (c) => {
+    await keys.revoke(principalOf(c), c.req.valid('param').id);
+    return c.body(null, 204);
+  });
+
+  return app;
+};

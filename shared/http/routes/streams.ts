@@ -1,0 +1,151 @@
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import type { EventInput } from '../../domain/event.js';
+import type { KeyService } from '../../services/keys.js';
+import type { Ledger } from '../../services/ledger.js';
+import { requireKey } from '../auth.js';
+import { type AppEnv, principalOf } from '../context.js';
+import { requestDigest } from '../idempotency-key.js';
+import { jsonBody } from '../json-body.js';
+import { checkAppendLimits, type HttpLimits } from '../limits.js';
+import {
+  AppendBody,
+  AppendResult,
+  BEARER_SECURITY,
+  EventsPage,
+  IdempotencyHeaders,
+  json,
+  problemResponses,
+  ReadQuery,
+  StreamHead,
+  StreamParams,
+  VerifyResult,
+} from '../schemas.js';
+
+export interface StreamRoutesDeps {
+  ledger: Ledger;
+  keys: KeyService;
+  limits: HttpLimits;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** /streams/{streamId}...: append, head, read, verify. The tenant is always the key's. */
+export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
+  const app = new OpenAPIHono<AppEnv>();
+  const read = requireKey({ keys, scope: 'read' });
+  const write = requireKey({ keys, scope: 'write' });
+
+  const append = createRoute({
+    method: 'post',
+    path: '/streams/{streamId}/events',
+    summary: 'Append events',
+    description:
+      `Appends 1..${limits.maxEvents} events as one atomic batch. Payloads up to ` +
+      `${limits.maxPayloadBytes} bytes of canonical JSON each; bodies up to ` +
+      `${limits.maxBodyBytes} bytes.`,
+    security: BEARER_SECURITY,
+    middleware: [write, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
+    request: {
+      params: StreamParams,
+      headers: IdempotencyHeaders,
+      body: { required: true, content: { 'application/json': { schema: AppendBody } } },
+    },
+    responses: {
+      201: json(AppendResult, 'Appended (or replayed: header Idempotent-Replayed: true)'),
+      ...problemResponses(400, 401, 403, 409, 413, 415, 422, 500, 503),
+    },
+  });
+  app.openapi(append, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const body = c.req.valid('json');
+    const key = c.req.valid('header')['Idempotency-Key'];
+    // Parsed from JSON text, so every payload is a JSON value.
+    const events = body.events as EventInput[];
+    checkAppendLimits(events, limits);
+    const path = `/v1/streams/${streamId}/events`;
+    const { response, replayed } = await ledger.appender.append({
+      tenant: principalOf(c).tenant,
+      stream: streamId,
+      events,
+      expectedSeq: body.expectedSeq,
+      idempotency:
+        key === undefined ? undefined : { key, digest: requestDigest('POST', path, body) },
+    });
+    if (replayed) c.header('Idempotent-Replayed', 'true');
+    const { firstSeq, lastSeq, head } = response;
+    return c.json({ firstSeq, lastSeq, head: { seq: head.seq, hash: head.hash } }, 201);
+  });
+
+  const head = createRoute({
+    method: 'get',
+    path: '/streams/{streamId}',
+    summary: 'Stream head',
+    security: BEARER_SECURITY,
+    middleware: [read] as const,
+    request: { params: StreamParams },
+    responses: {
+      200: json(StreamHead, 'The chain head'),
+      ...problemResponses(400, 401, 403, 404, 500, 503),
+    },
+  });
+  app.openapi(head, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const h = await ledger.reader.head(principalOf(c).tenant, streamId);
+    return c.json(
+      {
+        streamId,
+        seq: h.seq,
+        hash: h.hash,
+        createdAt: iso(h.createdAt),
+        updatedAt: iso(h.updatedAt),
+      },
+      200,
+    );
+  });
+
+  const events = createRoute({
+    method: 'get',
+    path: '/streams/{streamId}/events',
+    summary: 'Read events',
+    description: 'Verified events from `from` on, at most `limit`, optionally of one `type`.',
+    security: BEARER_SECURITY,
+    middleware: [read] as const,
+    request: { params: StreamParams, query: ReadQuery },
+    responses: {
+      200: json(EventsPage, 'A page of events'),
+      ...problemResponses(400, 401, 403, 404, 500, 503),
+    },
+  });
+  app.openapi(events, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const query = c.req.valid('query');
+    const page = await ledger.reader.readEvents(principalOf(c).tenant, streamId, query);
+    return c.json({ events: page.events, next: page.next ?? null }, 200);
+  });
+
+  const verify = createRoute({
+    method: 'get',
+    path: '/streams/{streamId}/verify',
+    summary: 'Verify the whole chain',
+    description: 'Always 200 for an existing stream: `ok: false` names the first bad seq.',
+    security: BEARER_SECURITY,
+    middleware: [read] as const,
+    request: { params: StreamParams },
+    responses: {
+      200: json(VerifyResult, 'The verification result'),
+      ...problemResponses(400, 401, 403, 404, 503),
+    },
+  });
+  app.openapi(verify, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const result = await ledger.reader.verify(principalOf(c).tenant, streamId);
+    return c.json(
+      result.ok
+        ? { ok: true as const, seq: result.seq, hash: result.hash }
+        : { ok: false as const, code: result.code, firstBadSeq: result.firstBadSeq },
+      200,
+    );
+  });
+
+  return app;
+};

@@ -1,0 +1,200 @@
+import { z } from '@hono/zod-openapi';
+import { SCOPES, TENANT_PATTERN } from '../services/keys.js';
+import { parseIdempotencyKey } from './idempotency-key.js';
+import { READ_LIMIT } from './limits.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+
+/**
+ * The zod schemas of the API: they validate requests and, through @hono/zod-openapi, are the
+ * OpenAPI document. One definition for both, so the document cannot drift from the code.
+ */
+
+export const STREAM_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const EVENT_TYPE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+
+const Seq = z.number().int().min(0);
+const Hash = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/)
+  .openapi({ description: 'SHA-256, lowercase hex' });
+
+export const StreamParams = z.object({
+  streamId: z
+    .string()
+    .regex(STREAM_ID_PATTERN)
+    .openapi({ param: { name: 'streamId', in: 'path' }, example: 'run-2024-06-01.a' }),
+});
+
+export const KeyParams = z.object({
+  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: '3f9a1c0b7d2e4a61' }),
+});
+
+export const IdempotencyHeaders = z.object({
+  'Idempotency-Key': z
+    .string()
+    .transform((value, ctx) => {
+      const key = parseIdempotencyKey(value);
+      if (key === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be 1..255 printable ASCII characters, as an sf-string or a bare token',
+        });
+        return z.NEVER;
+      }
+      return key;
+    })
+    .optional()
+    .openapi({
+      param: { name: 'Idempotency-Key', in: 'header' },
+      description:
+        'Makes the append safe to retry (IETF Idempotency-Key draft). A retry with the same ' +
+        'key and body gets the original answer with `Idempotent-Replayed: true`; the same key ' +
+        'with another body is 422 ErrIdempotencyKeyReused.',
+      example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
+    }),
+});
+
+const EventInput = z
+  .strictObject({
+    type: z.string().regex(EVENT_TYPE_PATTERN).openapi({ example: 'observation' }),
+    payload: z
+      .unknown()
+      .refine((value) => value !== undefined, 'payload is required')
+      .openapi({ description: 'Any JSON value; size limit measured as canonical JSON' }),
+  })
+  .openapi('EventInput');
+
+export const AppendBody = z
+  .strictObject({
+    events: z.array(EventInput).min(1),
+    expectedSeq: Seq.optional().openapi({
+      description: 'Append only if the stream is at this seq (0 = new stream), else 409',
+    }),
+  })
+  .openapi('AppendRequest');
+
+export const AppendResult = z
+  .object({
+    firstSeq: Seq,
+    lastSeq: Seq,
+    head: z.object({ seq: Seq, hash: Hash }),
+  })
+  .openapi('AppendResult');
+
+export const StreamHead = z
+  .object({
+    streamId: z.string(),
+    seq: Seq,
+    hash: Hash,
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+  })
+  .openapi('StreamHead');
+
+export const ReadQuery = z.object({
+  from: z.coerce.number().int().min(1).optional().openapi({ description: 'First seq to read' }),
+  limit: z.coerce.number().int().min(1).max(READ_LIMIT.max).default(READ_LIMIT.default),
+  type: z.string().regex(EVENT_TYPE_PATTERN).optional().openapi({
+    description: 'Only events of this type',
+  }),
+});
+
+export const LedgerEventSchema = z
+  .object({
+    seq: Seq,
+    ts: z.number().int().openapi({ description: 'Milliseconds since the epoch, hashed' }),
+    type: z.string(),
+    payload: z.unknown(),
+    prevHash: Hash,
+    hash: Hash,
+  })
+  .openapi('LedgerEvent');
+
+export const EventsPage = z
+  .object({
+    events: z.array(LedgerEventSchema),
+    next: Seq.nullable().openapi({
+      description: 'Pass as `from` to read on; null once the read reached the head',
+    }),
+  })
+  .openapi('EventsPage');
+
+export const VerifyResult = z
+  .union([
+    z.object({ ok: z.literal(true), seq: Seq, hash: Hash }),
+    z.object({ ok: z.literal(false), code: z.literal('ErrTamperedLedger'), firstBadSeq: Seq }),
+  ])
+  .openapi('VerifyResult');
+
+export const ScopeSchema = z.enum(SCOPES);
+
+export const CreateKeyBody = z
+  .strictObject({
+    tenant: z.string().regex(TENANT_PATTERN).optional().openapi({
+      description: "The key's tenant; defaults to the caller's",
+      example: 'acme',
+    }),
+    scopes: z.array(ScopeSchema).min(1),
+  })
+  .openapi('CreateKeyRequest');
+
+export const CreatedKey = z
+  .object({
+    id: z.string(),
+    key: z.string().openapi({ description: 'The secret key; shown only in this response' }),
+    tenant: z.string(),
+    scopes: z.array(ScopeSchema),
+  })
+  .openapi('CreatedKey');
+
+export const Health = z.object({ ok: z.literal(true) }).openapi('Health');
+
+export const ProblemSchema = z
+  .object({
+    type: z.string().openapi({ example: 'urn:hefesto:problem:ErrSeqConflict' }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().openapi({ example: 'ErrSeqConflict' }),
+    instance: z.string().optional(),
+    requestId: z.string().optional(),
+    currentSeq: Seq.optional().openapi({ description: 'ErrSeqConflict: the head seq now' }),
+    firstBadSeq: Seq.optional().openapi({ description: 'ErrTamperedLedger: first bad seq' }),
+    issues: z
+      .array(z.object({ in: z.string(), path: z.string(), message: z.string() }))
+      .optional()
+      .openapi({ description: 'ErrInvalidInput: what failed validation' }),
+  })
+  .openapi('Problem', { description: 'RFC 9457 problem details' });
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input (ErrInvalidInput)',
+  401: 'Missing, unknown or revoked API key (ErrUnauthorized)',
+  403: 'The key lacks the scope or the tenant (ErrForbidden)',
+  404: 'Not found (ErrStreamNotFound, ErrNotFound)',
+  409: 'Conflict (ErrSeqConflict, ErrIdempotencyInProgress with Retry-After)',
+  413: 'Body, batch or payload too large (ErrPayloadTooLarge)',
+  415: 'Content-Type is not application/json (ErrUnsupportedMediaType)',
+  422: 'Idempotency-Key reused with another request (ErrIdempotencyKeyReused)',
+  500: 'Tampered ledger (ErrTamperedLedger, with firstBadSeq) or internal error',
+  503: 'Storage unavailable (ErrUnavailable); retry later',
+};
+
+/** OpenAPI responses for the problem statuses a route can answer. */
+export const problemResponses = (...statuses: number[]) =>
+  Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      {
+        description: PROBLEM_DESCRIPTIONS[status] ?? 'Error',
+        content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
+      },
+    ]),
+  );
+
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+export const BEARER_SECURITY = [{ bearerAuth: [] }];

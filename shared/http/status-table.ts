@@ -1,0 +1,47 @@
+import type { ErrorCode } from '../domain/errors.js';
+
+/**
+ * The one table from error codes to HTTP statuses. Only the error handler (problem.ts)
+ * reads it; everything else throws domain errors and never picks a status itself.
+ *
+ * `satisfies Record<ErrorCode, number>` makes a new code in the errors module fail the type
+ * check until it has a row here.
+ *
+ * Choices worth a note:
+ * - ErrTamperedLedger -> 500: the request was fine, but the server cannot serve data it can
+ *   prove to be intact. Not 409 (nothing the caller can change resolves it) and not 502 (no
+ *   upstream protocol failed). The problem body carries `firstBadSeq`; clients detect it by
+ *   `code`, not by status. `GET .../verify` answers 200 with `{ ok: false, ... }` instead,
+ *   since reporting tampering is that route's job.
+ * - ErrInvalidFormat -> 500: stored bytes that do not decode are the same failure seen
+ *   earlier in the pipeline.
+ * - ErrIdempotencyInProgress -> 409 with Retry-After, as the Idempotency-Key draft suggests.
+ * - ErrInvalidDelta -> 422: a well-formed delta that cannot apply to the stored state.
+ * - ErrUnavailable -> 503: the backing store kept throttling; the caller may retry.
+ */
+export const STATUS_BY_CODE = {
+  ErrInvalidInput: 400,
+  ErrUnauthorized: 401,
+  ErrForbidden: 403,
+  ErrStreamNotFound: 404,
+  ErrNotFound: 404,
+  ErrSeqConflict: 409,
+  ErrConflict: 409,
+  ErrFenced: 409,
+  ErrDivergenceDetected: 409,
+  ErrIdempotencyInProgress: 409,
+  ErrStreamExists: 409,
+  ErrPayloadTooLarge: 413,
+  ErrUnsupportedMediaType: 415,
+  ErrIdempotencyKeyReused: 422,
+  ErrInvalidDelta: 422,
+  ErrTamperedLedger: 500,
+  ErrInvalidFormat: 500,
+  ErrCrashInjected: 500,
+  ErrInternal: 500,
+  ErrUnavailable: 503,
+} as const satisfies Record<ErrorCode, number>;
+
+export type ProblemStatus = (typeof STATUS_BY_CODE)[ErrorCode];
+
+export const statusOf = (code: ErrorCode): ProblemStatus => STATUS_BY_CODE[code];

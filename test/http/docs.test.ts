@@ -1,0 +1,127 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from './harness.js';
+
+interface OpenApiDoc {
+  openapi: string;
+  paths: Record<string, Record<string, { responses: Record<string, { content?: object }> }>>;
+  components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
+}
+
+describe.each(STORE_FACTORIES)('docs, health and logs on $name stores', (factory) => {
+  let h: Harness;
+  beforeEach(() => {
+    h = createHarness(factory);
+  });
+  afterEach(() => h.close());
+
+  describe('GET /v1/openapi.json', () => {
+    const load = async () => (await (await h.request('/v1/openapi.json')).json()) as OpenApiDoc;
+
+    it('is an OpenAPI 3.1 document with the bearer scheme and the problem schema', async () => {
+      const doc = await load();
+
+      expect(doc.openapi).toBe('3.1.0');
+      expect(doc.components.securitySchemes.bearerAuth).toMatchObject({
+        type: 'http',
+        scheme: 'bearer',
+      });
+      expect(doc.components.schemas.Problem).toBeDefined();
+      const append = doc.paths['/v1/streams/{streamId}/events']?.post;
+      expect(Object.keys(append?.responses['409']?.content ?? {})).toEqual([
+        'application/problem+json',
+      ]);
+    });
+
+    it('lists every route the app serves', async () => {
+      const doc = await load();
+      const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+        Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
+      );
+      const served = h.app.routes
+        .filter((r) => r.method !== 'ALL')
+        .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`);
+
+      expect(new Set(documented)).toEqual(new Set(served));
+      expect(documented).toEqual(
+        expect.arrayContaining([
+          'POST /v1/streams/{streamId}/events',
+          'GET /v1/streams/{streamId}/events',
+          'GET /v1/streams/{streamId}',
+          'GET /v1/streams/{streamId}/verify',
+          'POST /v1/keys',
+          'DELETE /v1/keys/{id}',
+          'GET /v1/openapi.json',
+          'GET /docs',
+          'GET /healthz',
+        ]),
+      );
+    });
+  });
+
+  it('serves a self-contained HTML docs page at /docs', async () => {
+    const res = await h.request('/docs');
+
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await res.text();
+    expect(html).toContain('/v1/streams/{streamId}/events');
+    expect(html).toContain('id="schema-Problem"');
+    expect(html).not.toMatch(/<script|<link|src=|https?:\/\//);
+  });
+
+  it('answers /healthz without a key', async () => {
+    const res = await h.request('/healthz');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+  });
+
+  describe('request logs', () => {
+    it('write one JSON line per request with the request fields', async () => {
+      const key = await h.newKey('acme');
+      h.logs.length = 0;
+
+      await h.append(key, 'run-1', [{ type: 'a', payload: 1 }]);
+      await h.request('/v1/streams/run-1', { key: 'hk_bad' });
+
+      const lines = h.logs.map((l) => JSON.parse(l));
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toMatchObject({
+        tenant: 'acme',
+        stream: 'run-1',
+        route: '/v1/streams/:streamId/events',
+        method: 'POST',
+        status: 201,
+        latencyMs: expect.any(Number),
+        requestId: expect.any(String),
+      });
+      expect(lines[0].code).toBeUndefined();
+      expect(lines[1]).toMatchObject({ status: 401, code: 'ErrUnauthorized', stream: 'run-1' });
+      expect(lines[1].tenant).toBeUndefined();
+    });
+
+    it('never contain keys, Authorization headers or payloads', async () => {
+      const key = await h.newKey('acme');
+      const created = await h.request('/v1/keys', {
+        key: ROOT_KEY,
+        body: { tenant: 'acme', scopes: ['read'] },
+      });
+      const newKey = ((await created.json()) as { key: string }).key;
+      const payload = { secret: 'PAYLOAD-MARKER-7f3a' };
+
+      await h.append(key, 'run-1', [{ type: 'a', payload }], { idempotencyKey: 'idem-1' });
+      await h.append(key, 'run-1', [{ type: 'a', payload }], { idempotencyKey: 'idem-1' });
+      await h.append(key, 'run-1', [{ type: 'a', payload: { ...payload, more: 1 } }], {
+        idempotencyKey: 'idem-1',
+      });
+      await h.request('/v1/streams/run-1/events', { key });
+      await h.request('/v1/streams/run-1/events', { key: `${key}x` });
+
+      const text = h.logs.join('');
+      expect(h.logs.length).toBeGreaterThanOrEqual(7);
+      for (const secret of [key, newKey, ROOT_KEY, 'PAYLOAD-MARKER', 'Bearer', 'authorization']) {
+        expect(text).not.toContain(secret);
+      }
+      for (const k of [key, newKey]) expect(text).not.toContain(k.slice(-43));
+    });
+  });
+});

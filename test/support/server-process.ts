@@ -1,0 +1,61 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+/** A free TCP port on 127.0.0.1. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the exit code (or signal name). */
+  exited: Promise<number | string>;
+}
+
+/**
+ * Starts the embedded server (`functions/server.ts`) as one Node process (tsx loaded with
+ * --import, so a signal reaches the server itself, not a wrapper), and waits until it
+ * answers /healthz.
+ */
+export const startServer = async (env: Record<string, string>): Promise<ServerProcess> => {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/server.ts'], {
+    env: { ...process.env, HEFESTO_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not answer /healthz in time:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url, child, output: () => out, exited };
+};
