@@ -19,12 +19,19 @@ import { Ledger } from '../../shared/services/ledger.js';
  */
 export const createAwsApp = (settings: AwsSettings): OpenAPIHono<AppEnv> => {
   const clock = systemClock;
+  const logger = pino({ level: settings.logLevel });
   const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
   const dynamo = new DynamoDBClient({ maxAttempts: 1 });
   const objects = new S3ObjectStore({ client: s3, bucket: settings.bucket });
   const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
-  const ledger = new Ledger({ objects, records, clock });
+  const ledger = new Ledger(
+    { objects, records, clock },
+    {
+      snapshotEvery: settings.snapshotEvery,
+      onSnapshotError: (err) =>
+        logger.warn({ err }, 'base snapshot not written; hydration repairs it'),
+    },
+  );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
-  const logger = pino({ level: settings.logLevel });
   return createApp({ ledger, keys, logger, clock, limits: settings.limits });
 };

@@ -33,7 +33,14 @@ export const createEmbedded = (settings: Settings): Embedded => {
     objects.close();
     throw err;
   }
-  const ledger = new Ledger({ objects, records, clock });
+  const ledger = new Ledger(
+    { objects, records, clock },
+    {
+      snapshotEvery: settings.snapshotEvery,
+      onSnapshotError: (err) =>
+        logger.warn({ err }, 'base snapshot not written; hydration repairs it'),
+    },
+  );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
   const app = createApp({ ledger, keys, logger, clock, limits: settings.limits });
   return {

@@ -18,6 +18,7 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_MAX_EVENTS          | 500          | events per append                         |
  * | HEFESTO_MAX_PAYLOAD_BYTES   | 262144       | canonical JSON bytes per payload          |
  * | HEFESTO_MAX_BODY_BYTES      | 4194304      | request body bytes                        |
+ * | HEFESTO_SNAPSHOT_EVERY      | 25           | base snapshot every K delta checkpoints   |
  * | HEFESTO_LOG_LEVEL           | info         | pino level, or `silent`                   |
  */
 
@@ -31,6 +32,7 @@ export interface Settings {
   table: string | undefined;
   s3ForcePathStyle: boolean;
   limits: HttpLimits;
+  snapshotEvery: number;
   logLevel: LogLevel;
 }
 
@@ -83,6 +85,7 @@ const EnvSchema = z.object({
   HEFESTO_MAX_EVENTS: integer(1, 100_000, DEFAULT_LIMITS.maxEvents),
   HEFESTO_MAX_PAYLOAD_BYTES: integer(1, 64 * 1024 * 1024, DEFAULT_LIMITS.maxPayloadBytes),
   HEFESTO_MAX_BODY_BYTES: integer(1, 64 * 1024 * 1024, DEFAULT_LIMITS.maxBodyBytes),
+  HEFESTO_SNAPSHOT_EVERY: integer(1, 10_000, 25),
   HEFESTO_LOG_LEVEL: z.preprocess(unset, z.enum(LOG_LEVELS).default('info')),
 });
 
@@ -112,6 +115,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
       maxPayloadBytes: e.HEFESTO_MAX_PAYLOAD_BYTES,
       maxBodyBytes: e.HEFESTO_MAX_BODY_BYTES,
     },
+    snapshotEvery: e.HEFESTO_SNAPSHOT_EVERY,
     logLevel: e.HEFESTO_LOG_LEVEL,
   };
 };

@@ -10,6 +10,7 @@ import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { registerDocs } from './routes/docs.js';
 import { keyRoutes } from './routes/keys.js';
+import { stateRoutes } from './routes/state.js';
 import { streamRoutes } from './routes/streams.js';
 import { validationHook } from './validation.js';
 
@@ -35,6 +36,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.notFound(notFoundHandler);
 
   app.route('/v1', streamRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
+  app.route('/v1', stateRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));
   registerDocs(app);
   return app;

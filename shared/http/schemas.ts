@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { RESERVED_TYPE_PREFIX } from '../domain/state.js';
 import { SCOPES, TENANT_PATTERN } from '../services/keys.js';
 import { parseIdempotencyKey } from './idempotency-key.js';
 import { READ_LIMIT } from './limits.js';
@@ -56,7 +57,13 @@ export const IdempotencyHeaders = z.object({
 
 const EventInput = z
   .strictObject({
-    type: z.string().regex(EVENT_TYPE_PATTERN).openapi({ example: 'observation' }),
+    type: z
+      .string()
+      .regex(EVENT_TYPE_PATTERN)
+      .refine((t) => !t.startsWith(RESERVED_TYPE_PREFIX), {
+        message: `types starting with ${RESERVED_TYPE_PREFIX} are written by the service itself`,
+      })
+      .openapi({ example: 'observation' }),
     payload: z
       .unknown()
       .refine((value) => value !== undefined, 'payload is required')

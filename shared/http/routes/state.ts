@@ -1,0 +1,156 @@
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { canonicalJson } from '../../domain/canonical.js';
+import { PayloadTooLargeError } from '../../domain/errors.js';
+import type { DeltaOp } from '../../domain/state.js';
+import type { KeyService } from '../../services/keys.js';
+import type { Ledger } from '../../services/ledger.js';
+import { requireKey } from '../auth.js';
+import { type AppEnv, principalOf } from '../context.js';
+import { requestDigest } from '../idempotency-key.js';
+import { jsonBody } from '../json-body.js';
+import type { HttpLimits } from '../limits.js';
+import {
+  BEARER_SECURITY,
+  IdempotencyHeaders,
+  json,
+  problemResponses,
+  StreamParams,
+} from '../schemas.js';
+import {
+  CheckpointBody,
+  CheckpointResult,
+  ForkBody,
+  ForkResult,
+  StateQuery,
+  StateResult,
+} from '../state-schemas.js';
+
+export interface StateRoutesDeps {
+  ledger: Ledger;
+  keys: KeyService;
+  limits: HttpLimits;
+}
+
+const idempotency = (key: string | undefined, path: string, body: unknown) =>
+  key === undefined ? undefined : { key, digest: requestDigest('POST', path, body) };
+
+/** /streams/{streamId}/checkpoints, /state and /fork: the agent's JSON state. */
+export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
+  const app = new OpenAPIHono<AppEnv>();
+  const read = requireKey({ keys, scope: 'read' });
+  const write = requireKey({ keys, scope: 'write' });
+  const body = jsonBody({ maxBytes: limits.maxBodyBytes });
+
+  const checkpoint = createRoute({
+    method: 'post',
+    path: '/streams/{streamId}/checkpoints',
+    summary: 'Write a delta checkpoint',
+    description:
+      'SET/DELETE operations (RFC 6901 paths) on the stream state, recorded as a hash-chained ' +
+      '`hefesto.delta` event. `baseDigest` must be the current state digest (else 409 ' +
+      'ErrDivergenceDetected); ops that cannot apply are 422 ErrInvalidDelta. Nothing is ' +
+      `written on any error. The ops are limited like an event payload (${limits.maxPayloadBytes} bytes).`,
+    security: BEARER_SECURITY,
+    middleware: [write, body] as const,
+    request: {
+      params: StreamParams,
+      headers: IdempotencyHeaders,
+      body: { required: true, content: { 'application/json': { schema: CheckpointBody } } },
+    },
+    responses: {
+      201: json(CheckpointResult, 'Checkpointed (or replayed: header Idempotent-Replayed: true)'),
+      ...problemResponses(400, 401, 403, 409, 413, 415, 422, 500, 503),
+    },
+  });
+  app.openapi(checkpoint, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const req = c.req.valid('json');
+    const bytes = Buffer.byteLength(canonicalJson(req.ops), 'utf8');
+    if (bytes > limits.maxPayloadBytes) {
+      throw new PayloadTooLargeError(
+        `ops are ${bytes} bytes as canonical JSON; the limit is ${limits.maxPayloadBytes}`,
+      );
+    }
+    const result = await ledger.checkpoints.checkpoint({
+      tenant: principalOf(c).tenant,
+      stream: streamId,
+      ops: req.ops as DeltaOp[],
+      baseDigest: req.baseDigest,
+      stateDigest: req.stateDigest,
+      idempotency: idempotency(
+        c.req.valid('header')['Idempotency-Key'],
+        `/v1/streams/${streamId}/checkpoints`,
+        req,
+      ),
+    });
+    if (result.replayed) c.header('Idempotent-Replayed', 'true');
+    return c.json({ seq: result.seq, stateDigest: result.stateDigest }, 201);
+  });
+
+  const state = createRoute({
+    method: 'get',
+    path: '/streams/{streamId}/state',
+    summary: 'Read the state (at the head or any past seq)',
+    description:
+      'Hydrates from one base snapshot and at most K deltas, verifying the chain of every ' +
+      'event read and recomputing every digest; a mismatch fails closed (500 ' +
+      'ErrTamperedLedger or 409 ErrDivergenceDetected, with the seq).',
+    security: BEARER_SECURITY,
+    middleware: [read] as const,
+    request: { params: StreamParams, query: StateQuery },
+    responses: {
+      200: json(StateResult, 'The state at that seq'),
+      ...problemResponses(400, 401, 403, 404, 409, 500, 503),
+    },
+  });
+  app.openapi(state, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const { at } = c.req.valid('query');
+    const hydrated = await ledger.states.hydrate(principalOf(c).tenant, streamId, at);
+    return c.json(
+      { seq: hydrated.seq, state: hydrated.state, stateDigest: hydrated.stateDigest },
+      200,
+    );
+  });
+
+  const fork = createRoute({
+    method: 'post',
+    path: '/streams/{streamId}/fork',
+    summary: 'Fork a new stream from any seq',
+    description:
+      'Creates `newStreamId` whose state at its start is this stream’s state at `at`; its ' +
+      'first event (`hefesto.fork`) records where it came from. The source is untouched. ' +
+      'An existing newStreamId is 409 ErrStreamExists.',
+    security: BEARER_SECURITY,
+    middleware: [write, body] as const,
+    request: {
+      params: StreamParams,
+      headers: IdempotencyHeaders,
+      body: { required: true, content: { 'application/json': { schema: ForkBody } } },
+    },
+    responses: {
+      201: json(ForkResult, 'The new stream'),
+      ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 500, 503),
+    },
+  });
+  app.openapi(fork, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const req = c.req.valid('json');
+    const result = await ledger.checkpoints.fork({
+      tenant: principalOf(c).tenant,
+      source: streamId,
+      at: req.at,
+      newStreamId: req.newStreamId,
+      idempotency: idempotency(
+        c.req.valid('header')['Idempotency-Key'],
+        `/v1/streams/${streamId}/fork`,
+        req,
+      ),
+    });
+    if (result.replayed) c.header('Idempotent-Replayed', 'true');
+    const { replayed: _, ...response } = result;
+    return c.json(response, 201);
+  });
+
+  return app;
+};
