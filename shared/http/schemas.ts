@@ -93,6 +93,9 @@ export const StreamHead = z
     streamId: z.string(),
     seq: Seq,
     hash: Hash,
+    stateDigest: Hash.openapi({ description: 'Digest of the state after `seq`' }),
+    deltas: Seq.openapi({ description: 'Delta checkpoints written so far' }),
+    stateSeq: Seq.openapi({ description: 'Seq of the last checkpoint (or fork); 0 before any' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })

@@ -96,22 +96,34 @@ export interface AppendOutcome {
  * forward someone else's segment moves the head's state exactly as its writer would have.
  */
 export const stateEffect = (
-  events: Array<{ type: string; payload: () => unknown }>,
-  before: { stateDigest: string; deltas: number },
-): { stateDigest: string; deltas: number } => {
-  let { stateDigest, deltas } = before;
+  events: Array<{ seq: number; type: string; payload: () => unknown }>,
+  before: StateEffect,
+): StateEffect => {
+  let { stateDigest, deltas, stateSeq } = before;
   for (const event of events) {
     if (event.type !== DELTA_EVENT && event.type !== FORK_EVENT) continue;
     const digest = (event.payload() as { stateDigest?: unknown } | null)?.stateDigest;
     if (typeof digest !== 'string') continue;
     stateDigest = digest;
+    stateSeq = event.seq;
     if (event.type === DELTA_EVENT) deltas++;
   }
-  return { stateDigest, deltas };
+  return { stateDigest, deltas, stateSeq };
 };
 
+export interface StateEffect {
+  stateDigest: string;
+  deltas: number;
+  /** Seq of the last event that set the state (delta or fork); 0 before any. */
+  stateSeq: number;
+}
+
 const sealedEffect = (events: SealedEvent[]) =>
-  events.map((e) => ({ type: e.type, payload: () => JSON.parse(payloadJsonOf(e)) as unknown }));
+  events.map((e) => ({
+    seq: e.seq,
+    type: e.type,
+    payload: () => JSON.parse(payloadJsonOf(e)) as unknown,
+  }));
 
 interface ChainHead extends HeadRecord {
   exists: boolean;
@@ -130,7 +142,8 @@ const responseOf = (
 type CommitSegment = Pick<
   SegmentHeader,
   'firstSeq' | 'lastSeq' | 'prevHash' | 'lastHash' | 'idempotencyKey' | 'requestDigest'
-> & { stateDigest: string; deltas: number };
+> &
+  StateEffect;
 
 export class Appender {
   readonly #o: Required<Omit<AppendOptions, 'crash'>> & Pick<AppendOptions, 'crash'>;
@@ -154,6 +167,7 @@ export class Appender {
       epoch: 0,
       stateDigest: EMPTY_STATE_DIGEST,
       deltas: 0,
+      stateSeq: 0,
       createdAt: now,
       updatedAt: now,
       exists: false,
@@ -202,7 +216,11 @@ export class Appender {
 
       const last = events.at(-1) as SealedEvent;
       const effect = stateEffect(
-        req.events.map((e) => ({ type: e.type, payload: () => e.payload })),
+        req.events.map((e, i) => ({
+          seq: head.seq + 1 + i,
+          type: e.type,
+          payload: () => e.payload,
+        })),
         head,
       );
       const ours = {
@@ -302,6 +320,7 @@ export class Appender {
                 hash: segment.lastHash,
                 stateDigest: segment.stateDigest,
                 deltas: segment.deltas,
+                stateSeq: segment.stateSeq,
                 updatedAt: now,
               },
             },
@@ -319,6 +338,7 @@ export class Appender {
               epoch: 0,
               stateDigest: segment.stateDigest,
               deltas: segment.deltas,
+              stateSeq: segment.stateSeq,
               createdAt: now,
               updatedAt: now,
             },

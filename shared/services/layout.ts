@@ -66,6 +66,8 @@ export interface HeadRecord {
   stateDigest: string;
   /** Number of delta checkpoints in the stream (snapshot cadence). */
   deltas: number;
+  /** Seq of the last event that set the state (delta or fork); 0 before any. */
+  stateSeq: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -116,6 +118,7 @@ export const toHead = (item: Item): HeadRecord => ({
   epoch: num(item, 'epoch'),
   stateDigest: str(item, 'stateDigest'),
   deltas: num(item, 'deltas'),
+  stateSeq: num(item, 'stateSeq'),
   createdAt: num(item, 'createdAt'),
   updatedAt: num(item, 'updatedAt'),
 });

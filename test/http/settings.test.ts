@@ -12,6 +12,7 @@ describe('settings', () => {
         table: undefined,
         s3ForcePathStyle: false,
         limits: { maxEvents: 500, maxPayloadBytes: 262_144, maxBodyBytes: 4_194_304 },
+        snapshotEvery: 25,
         logLevel: 'info',
       });
     });
