@@ -11,7 +11,7 @@ import { systemClock } from '../shared/ports/clock.js';
 import { KeyService } from '../shared/services/keys.js';
 import { Ledger } from '../shared/services/ledger.js';
 import { createTestBucket, createTestTable, hasAwsEmulators } from '../test/support/aws.js';
-import { startServer } from '../test/support/server-process.js';
+import { startServer } from '../scripts/lib/server-process.js';
 import { printTable } from './harness.js';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
-import { type ServerProcess, startServer } from '../support/server-process.js';
+import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 
 /**
  * The embedded server is killed with SIGKILL in the middle of concurrent appends, restarted

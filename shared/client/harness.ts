@@ -1,0 +1,265 @@
+import { canonicalJson } from '../domain/canonical.js';
+import { sha256Hex } from '../domain/hashing.js';
+import { applyOps, EMPTY_STATE_DIGEST, type JsonObject } from '../domain/state.js';
+import type { HefestoClient } from './client.js';
+import { DivergenceDetectedError, HefestoApiError } from './errors.js';
+import type { DeltaOp, Json, LedgerEvent } from './types.js';
+
+/**
+ * A durable agent run: the harness that makes "resume at turn N+1 without repeating work or
+ * calling the model again" one line of code.
+ *
+ * A turn is the work between two checkpoints: the agent observes (model outputs, tool
+ * results) and then checkpoints its state change. Observations are recorded as ledger
+ * events `{turn, name, index, value}` *before* the agent sees them, under an Idempotency-Key
+ * derived from (stream, turn, name, index); checkpoints under one derived from (stream,
+ * turn). So:
+ * - a worker that dies after calling the model but before recording loses only that call;
+ * - one that dies after recording never repeats it: the next worker gets the recorded value;
+ * - one that dies after checkpointing resumes at the next turn.
+ */
+
+/** The ledger event type of recorded observations. */
+export const OBSERVATION_TYPE = 'observation';
+
+interface Observation {
+  turn: number;
+  name: string;
+  index: number;
+  value: Json;
+}
+
+/**
+ * Options of {@link resume}.
+ *
+ * @example
+ * ```ts
+ * const run = await resume(client, 'run-1', { replay: true });
+ * ```
+ */
+export interface ResumeOptions {
+  /**
+   * Re-run the agent from turn 1: observations come from the ledger instead of the model,
+   * and each replayed turn's state digest must equal the recorded one (else
+   * DivergenceDetectedError naming the turn). Default: start at the head (turn N+1).
+   */
+  replay?: boolean;
+}
+
+const digestOf = (state: JsonObject) => sha256Hex(canonicalJson(state));
+const obsKey = (o: Pick<Observation, 'turn' | 'name' | 'index'>) =>
+  `${o.turn}\u0000${o.name}\u0000${o.index}`;
+
+/**
+ * A resumed agent run. Get one from {@link resume}.
+ *
+ * @example
+ * ```ts
+ * const run = await resume(client, 'run-1');
+ * while (run.turn <= 50) {
+ *   const answer = await run.observe('model', () => model.call(run.state));
+ *   await run.checkpoint([{ op: 'set', path: '/last', value: answer }]);
+ * }
+ * ```
+ */
+export class DurableRun {
+  readonly streamId: string;
+  #state: JsonObject;
+  #digest: string;
+  #turn: number;
+  /** Recorded turns still to replay: turn -> its recorded state digest. */
+  readonly #recordedDigests: Map<number, string>;
+  readonly #observations: Map<string, Json>;
+  readonly #counters = new Map<string, number>();
+  readonly #client: HefestoClient;
+
+  /** @internal use {@link resume} */
+  constructor(
+    client: HefestoClient,
+    streamId: string,
+    start: { state: JsonObject; digest: string; turn: number },
+    recorded: { digests: Map<number, string>; observations: Observation[] },
+  ) {
+    this.#client = client;
+    this.streamId = streamId;
+    this.#state = start.state;
+    this.#digest = start.digest;
+    this.#turn = start.turn;
+    this.#recordedDigests = recorded.digests;
+    this.#observations = new Map(recorded.observations.map((o) => [obsKey(o), o.value]));
+  }
+
+  /** The agent state after the last checkpoint (do not mutate it; checkpoint instead). */
+  get state(): Readonly<JsonObject> {
+    return this.#state;
+  }
+
+  get stateDigest(): string {
+    return this.#digest;
+  }
+
+  /** The current turn, from 1. */
+  get turn(): number {
+    return this.#turn;
+  }
+
+  /** Whether the current turn is being replayed from the ledger. */
+  get replaying(): boolean {
+    return this.#recordedDigests.has(this.#turn);
+  }
+
+  /**
+   * Returns the recorded result of this observation when the ledger has one for this turn
+   * and name; otherwise calls `call` once, records its result, and returns it.
+   *
+   * @example
+   * ```ts
+   * const reply = await run.observe('model', () => llm.complete(prompt));
+   * const hits = await run.observe('search', () => search(reply.query));
+   * ```
+   */
+  async observe<T extends Json>(name: string, call: () => T | Promise<T>): Promise<T> {
+    const counter = `${this.#turn}\u0000${name}`;
+    const index = this.#counters.get(counter) ?? 0;
+    this.#counters.set(counter, index + 1);
+    const key = obsKey({ turn: this.#turn, name, index });
+    if (this.#observations.has(key)) return this.#observations.get(key) as T;
+    if (this.replaying) {
+      throw new DivergenceDetectedError(
+        this.#turn,
+        `observation ${name}#${index}`,
+        'a call that was never recorded',
+      );
+    }
+    const value = await call();
+    const observation: Observation = { turn: this.#turn, name, index, value };
+    await this.#client.append(
+      this.streamId,
+      [{ type: OBSERVATION_TYPE, payload: observation as unknown as Json }],
+      {
+        idempotencyKey: `${this.streamId}/obs/${this.#turn}/${name}/${index}`,
+      },
+    );
+    this.#observations.set(key, value);
+    return value;
+  }
+
+  /**
+   * Ends the turn with a delta checkpoint (SET/DELETE ops on the state). While replaying,
+   * the ops are checked against the recorded digest instead of written.
+   *
+   * @example
+   * ```ts
+   * await run.checkpoint([
+   *   { op: 'set', path: '/messages/-', value: reply },
+   *   { op: 'set', path: '/turn', value: run.turn },
+   * ]);
+   * ```
+   */
+  async checkpoint(ops: DeltaOp[]): Promise<{ turn: number; stateDigest: string }> {
+    const next = applyOps(structuredClone(this.#state), ops as never);
+    const digest = digestOf(next);
+    const turn = this.#turn;
+    const recorded = this.#recordedDigests.get(turn);
+    if (recorded !== undefined) {
+      if (recorded !== digest) throw new DivergenceDetectedError(turn, recorded, digest);
+      this.#recordedDigests.delete(turn);
+    } else {
+      try {
+        await this.#client.checkpoint(
+          this.streamId,
+          { ops, baseDigest: this.#digest, stateDigest: digest },
+          { idempotencyKey: `${this.streamId}/turn/${turn}` },
+        );
+      } catch (err) {
+        if (err instanceof HefestoApiError && err.code === 'ErrDivergenceDetected') {
+          throw new DivergenceDetectedError(
+            turn,
+            String(err.problem?.detail ?? 'server state'),
+            digest,
+          );
+        }
+        throw err;
+      }
+    }
+    this.#state = next;
+    this.#digest = digest;
+    this.#turn = turn + 1;
+    return { turn, stateDigest: digest };
+  }
+}
+
+const observationsOf = (events: LedgerEvent[], from = 1): Observation[] =>
+  events
+    .filter((e) => e.type === OBSERVATION_TYPE && e.seq >= from)
+    .map((e) => e.payload as unknown as Observation)
+    .filter((o) => typeof o?.turn === 'number' && typeof o.name === 'string');
+
+const readAll = async (
+  client: HefestoClient,
+  streamId: string,
+  from: number,
+): Promise<LedgerEvent[]> => {
+  const out: LedgerEvent[] = [];
+  for await (const e of client.events(streamId, { from })) out.push(e);
+  return out;
+};
+
+/**
+ * Resumes (or starts) the durable run of `streamId`: hydrates the state and loads the
+ * observations already recorded for the current turn, so the agent continues at turn N+1.
+ *
+ * @example
+ * ```ts
+ * const run = await resume(client, 'support-ticket-4711');
+ * console.log(`continuing at turn ${run.turn}`);
+ * ```
+ */
+export const resume = async (
+  client: HefestoClient,
+  streamId: string,
+  options: ResumeOptions = {},
+): Promise<DurableRun> => {
+  let head: Awaited<ReturnType<HefestoClient['getStream']>>;
+  try {
+    head = await client.getStream(streamId);
+  } catch (err) {
+    if (err instanceof HefestoApiError && err.code === 'ErrStreamNotFound') {
+      return new DurableRun(
+        client,
+        streamId,
+        { state: {}, digest: EMPTY_STATE_DIGEST, turn: 1 },
+        { digests: new Map(), observations: [] },
+      );
+    }
+    throw err;
+  }
+  if (options.replay) {
+    const events = await readAll(client, streamId, 1);
+    const digests = new Map<number, string>();
+    let turn = 0;
+    for (const e of events) {
+      if (e.type === 'hefesto.delta')
+        digests.set(++turn, (e.payload as { stateDigest: string }).stateDigest);
+    }
+    const origin =
+      events[0]?.type === 'hefesto.fork' ? await client.getState(streamId, { at: 1 }) : undefined;
+    const state = (origin?.state ?? {}) as JsonObject;
+    return new DurableRun(
+      client,
+      streamId,
+      { state, digest: origin?.stateDigest ?? EMPTY_STATE_DIGEST, turn: 1 },
+      { digests, observations: observationsOf(events) },
+    );
+  }
+  const at = await client.getState(streamId, { at: head.seq });
+  const pending =
+    head.seq > head.stateSeq ? await readAll(client, streamId, head.stateSeq + 1) : [];
+  const turn = head.deltas + 1;
+  return new DurableRun(
+    client,
+    streamId,
+    { state: at.state as JsonObject, digest: at.stateDigest, turn },
+    { digests: new Map(), observations: observationsOf(pending).filter((o) => o.turn === turn) },
+  );
+};
