@@ -172,7 +172,12 @@ export class DurableRun {
           { idempotencyKey: `${this.streamId}/turn/${turn}` },
         );
       } catch (err) {
-        if (err instanceof HefestoApiError && err.code === 'ErrDivergenceDetected') {
+        // Another worker checkpointed this turn already, with another state (the per-turn
+        // key was used for another body) or from another base: this run has diverged.
+        if (
+          err instanceof HefestoApiError &&
+          (err.code === 'ErrDivergenceDetected' || err.code === 'ErrIdempotencyKeyReused')
+        ) {
           throw new DivergenceDetectedError(
             turn,
             String(err.problem?.detail ?? 'server state'),
