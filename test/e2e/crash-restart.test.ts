@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
-import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 
 /**
  * The embedded server is killed with SIGKILL in the middle of concurrent appends, restarted
