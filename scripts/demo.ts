@@ -73,7 +73,8 @@ const main = async (): Promise<number> => {
     HEFESTO_LOG_LEVEL: 'warn',
   });
   try {
-    const killPoints = chooseKillPoints(4);
+    // DEMO_KILL_AT="9:observed,18:checkpointed" replays a given run.
+    const killPoints = process.env.DEMO_KILL_AT?.split(',') ?? chooseKillPoints(4);
     console.log(
       `Embedded server at ${server.url}; the agent will be killed with SIGKILL at ${killPoints.join(', ')} (turn:step).`,
     );
@@ -98,6 +99,13 @@ const main = async (): Promise<number> => {
       break;
     }
     const clean = await runAgent(server.url, 'demo-clean', []);
+    if (process.env.DEMO_DEBUG) {
+      for (const stream of ['demo-crashy', 'demo-clean']) {
+        const res = await fetch(`${server.url}/v1/streams/${stream}/events?limit=1000`, { headers: { authorization: `Bearer ${KEY}` } });
+        const body = (await res.json()) as { events: Array<{ seq: number; type: string; payload: unknown }> };
+        console.log(stream, JSON.stringify(body.events.map((e) => [e.seq, e.type, e.payload])));
+      }
+    }
     const rows: Array<[string, string, boolean]> = [
       ['turns', String(TURNS), true],
       ['crashes (SIGKILL)', String(crashes), crashes === killPoints.length],

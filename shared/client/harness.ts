@@ -46,7 +46,6 @@ export interface ResumeOptions {
   replay?: boolean;
 }
 
-const digestOf = (state: JsonObject) => sha256Hex(canonicalJson(state));
 const obsKey = (o: Pick<Observation, 'turn' | 'name' | 'index'>) =>
   `${o.turn}\u0000${o.name}\u0000${o.index}`;
 
@@ -157,8 +156,12 @@ export class DurableRun {
    * ```
    */
   async checkpoint(ops: DeltaOp[]): Promise<{ turn: number; stateDigest: string }> {
-    const next = applyOps(structuredClone(this.#state), ops as never);
-    const digest = digestOf(next);
+    // The state the agent sees is kept in canonical key order, the order a resumed worker
+    // gets from the server: an agent that serializes its state (into a prompt, say) then
+    // sees the same bytes before and after a crash.
+    const json = canonicalJson(applyOps(structuredClone(this.#state), ops as never));
+    const next = JSON.parse(json) as JsonObject;
+    const digest = sha256Hex(json);
     const turn = this.#turn;
     const recorded = this.#recordedDigests.get(turn);
     if (recorded !== undefined) {
@@ -193,6 +196,10 @@ export class DurableRun {
     return { turn, stateDigest: digest };
   }
 }
+
+/** The state with its keys in canonical (RFC 8785) order, as the harness always keeps it. */
+const canonicalOrder = (state: JsonObject): JsonObject =>
+  JSON.parse(canonicalJson(state)) as JsonObject;
 
 const observationsOf = (events: LedgerEvent[], from = 1): Observation[] =>
   events
@@ -264,7 +271,7 @@ export const resume = async (
   return new DurableRun(
     client,
     streamId,
-    { state: at.state as JsonObject, digest: at.stateDigest, turn },
+    { state: canonicalOrder(at.state as JsonObject), digest: at.stateDigest, turn },
     { digests: new Map(), observations: observationsOf(pending).filter((o) => o.turn === turn) },
   );
 };

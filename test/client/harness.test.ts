@@ -107,6 +107,19 @@ describe('durable harness against the embedded server', () => {
     expect(model.calls()).toBe(4);
   });
 
+  it('shows the agent byte-identical state before and after a resume (canonical key order)', async () => {
+    const run = await resume(client, 'h8');
+    await run.observe('model', () => 'x');
+    await run.checkpoint([
+      { op: 'set', path: '/zeta', value: { b: 1, a: 2 } },
+      { op: 'set', path: '/alpha', value: 1 },
+    ]);
+    const before = JSON.stringify(run.state);
+    const resumed = await resume(client, 'h8');
+    expect(JSON.stringify(resumed.state)).toBe(before);
+    expect(before).toBe('{"alpha":1,"zeta":{"a":2,"b":1}}');
+  });
+
   it('replays every recorded turn without the model and reaches the same state', async () => {
     const model = fakeModel();
     const original = await resume(client, 'h5');
