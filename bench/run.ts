@@ -1,7 +1,11 @@
+import { runCheckpointBench } from './checkpoints.js';
 import { runHttpBench } from './http.js';
 import { runLedgerBench } from './ledger.js';
+import { runResumeBench } from './resume.js';
 
 /** `npm run bench`: every benchmark of the project, printed as Markdown tables. */
 console.log(`# Hefesto benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 runLedgerBench();
 await runHttpBench();
+await runCheckpointBench();
+await runResumeBench();
