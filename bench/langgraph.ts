@@ -32,7 +32,11 @@ export interface LangGraphStorage {
   /** Database file plus any -wal/-shm left after a WAL checkpoint. */
   bytes: number;
   elapsedMs: number;
+  /** The saver's durability setting as it ran (PRAGMA synchronous). */
+  synchronous: string;
 }
+
+const SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
 
 const fileSize = (path: string): number => {
   try {
@@ -74,8 +78,9 @@ export const storeWithLangGraph = async (
     step++;
   }
   const elapsedMs = Number(process.hrtime.bigint() - start) / 1e6;
+  const level = saver.db.pragma('synchronous', { simple: true }) as number;
   saver.db.pragma('wal_checkpoint(TRUNCATE)');
   saver.db.close();
   const bytes = ['', '-wal', '-shm'].reduce((n, suffix) => n + fileSize(path + suffix), 0);
-  return { checkpoints: step, bytes, elapsedMs };
+  return { checkpoints: step, bytes, elapsedMs, synchronous: SYNCHRONOUS[level] ?? String(level) };
 };

@@ -1,3 +1,0 @@
-import { runCheckpointBench } from './checkpoints.js';
-
-await runCheckpointBench();
