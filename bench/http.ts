@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { pino } from 'pino';
+import { startServer } from '../scripts/lib/server-process.js';
 import { DynamoRecordStore } from '../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../shared/adapters/aws/s3-object-store.js';
 import { createApp } from '../shared/http/app.js';
@@ -11,7 +12,6 @@ import { systemClock } from '../shared/ports/clock.js';
 import { KeyService } from '../shared/services/keys.js';
 import { Ledger } from '../shared/services/ledger.js';
 import { createTestBucket, createTestTable, hasAwsEmulators } from '../test/support/aws.js';
-import { startServer } from '../scripts/lib/server-process.js';
 import { printTable } from './harness.js';
 
 /**

@@ -1,4 +1,6 @@
+import { runBundleBench } from './bundle.js';
 import { runCheckpointBench } from './checkpoints.js';
+import { runCompactionBench } from './compaction.js';
 import { runHttpBench } from './http.js';
 import { runLedgerBench } from './ledger.js';
 import { runResumeBench } from './resume.js';
@@ -9,3 +11,5 @@ runLedgerBench();
 await runHttpBench();
 await runCheckpointBench();
 await runResumeBench();
+await runBundleBench();
+await runCompactionBench();

@@ -10,6 +10,7 @@ import type { AppEnv } from '../../shared/http/context.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { compactionLedgerSettings } from './compaction.js';
 
 /**
  * Wiring of the Lambda entry: settings -> S3 and DynamoDB clients -> adapters -> services
@@ -28,8 +29,9 @@ export const createAwsApp = (settings: AwsSettings): OpenAPIHono<AppEnv> => {
     { objects, records, clock },
     {
       snapshotEvery: settings.snapshotEvery,
+      ...compactionLedgerSettings(settings),
       onSnapshotError: (err) =>
-        logger.warn({ err }, 'base snapshot not written; hydration repairs it'),
+        logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },
   );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });

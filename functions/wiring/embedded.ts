@@ -7,13 +7,17 @@ import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
 import { systemClock } from '../../shared/ports/clock.js';
+import type { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { compactionLedgerSettings, createCompactor } from './compaction.js';
 
 export interface Embedded {
   app: OpenAPIHono<AppEnv>;
   keys: KeyService;
   logger: Logger;
+  /** Compaction and retention over the same stores (run by the server's timer). */
+  compactor: Compactor;
   /** Releases the data directory and closes the database. */
   close(): void;
 }
@@ -37,16 +41,22 @@ export const createEmbedded = (settings: Settings): Embedded => {
     { objects, records, clock },
     {
       snapshotEvery: settings.snapshotEvery,
+      ...compactionLedgerSettings(settings),
       onSnapshotError: (err) =>
-        logger.warn({ err }, 'base snapshot not written; hydration repairs it'),
+        logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },
   );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
   const app = createApp({ ledger, keys, logger, clock, limits: settings.limits });
+  const compactor = createCompactor(
+    { objects, records, clock, states: ledger.states, logger },
+    settings,
+  );
   return {
     app,
     keys,
     logger,
+    compactor,
     close: () => {
       records.close();
       objects.close();

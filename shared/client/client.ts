@@ -7,13 +7,20 @@ import { type RetryPolicy, Transport } from './http.js';
 import { TrustedPoints } from './trusted-points.js';
 import type {
   AppendResult,
+  BeginResult,
   CheckpointResult,
   CreatedKey,
   DeltaOp,
+  DrainResult,
+  EffectIntent,
   EventInput,
   EventsPage,
+  FinishedEffect,
   ForkResult,
+  Json,
+  Lease,
   LedgerEvent,
+  SagaCompensation,
   Scope,
   StateResult,
   StreamHead,
@@ -86,6 +93,7 @@ export class HefestoClient {
   readonly #verify: boolean;
   readonly #newKey: () => string;
   readonly #trusted = new TrustedPoints();
+  readonly #fences = new Map<string, number>();
 
   constructor(options: HefestoClientOptions) {
     this.tenant = options.tenant ?? 'default';
@@ -113,6 +121,7 @@ export class HefestoClient {
           ? { events }
           : { events, expectedSeq: options.expectedSeq },
       idempotencyKey: options.idempotencyKey ?? this.#newKey(),
+      fence: this.#fences.get(streamId),
     });
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
   }
@@ -273,6 +282,7 @@ export class HefestoClient {
       {
         body: delta,
         idempotencyKey: options.idempotencyKey ?? this.#newKey(),
+        fence: this.#fences.get(streamId),
       },
     );
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
@@ -345,6 +355,182 @@ export class HefestoClient {
    */
   async revokeKey(id: string): Promise<void> {
     await this.#http.call<undefined>('DELETE', `/v1/keys/${enc(id)}`, { repeatable: true });
+  }
+
+  /**
+   * Sends `epoch` as the fencing token of every write to `streamId` from now on (undefined
+   * stops). The harness does this for the lease it holds.
+   *
+   * @example
+   * ```ts
+   * const lease = await client.acquireLease('run-1', { owner: 'worker-a', ttlMs: 30_000 });
+   * client.setFence('run-1', lease.epoch);
+   * ```
+   */
+  setFence(streamId: string, epoch: number | undefined): void {
+    if (epoch === undefined) this.#fences.delete(streamId);
+    else this.#fences.set(streamId, epoch);
+  }
+
+  /**
+   * Acquires (or extends, for the same owner) the stream's lease: epoch + 1 for a new owner.
+   *
+   * @example
+   * ```ts
+   * const { epoch } = await client.acquireLease('run-1', { owner: 'worker-a', ttlMs: 30_000 });
+   * ```
+   */
+  async acquireLease(streamId: string, lease: { owner: string; ttlMs: number }): Promise<Lease> {
+    return (
+      await this.#http.call<Lease>('POST', `/v1/streams/${enc(streamId)}/lease`, {
+        body: lease,
+        repeatable: true,
+      })
+    ).body;
+  }
+
+  /**
+   * Extends a held lease; ErrFenced when it is no longer this owner's.
+   *
+   * @example
+   * ```ts
+   * await client.renewLease('run-1', { owner: 'worker-a', epoch, ttlMs: 30_000 });
+   * ```
+   */
+  async renewLease(
+    streamId: string,
+    lease: { owner: string; epoch: number; ttlMs: number },
+  ): Promise<Lease> {
+    return (
+      await this.#http.call<Lease>('POST', `/v1/streams/${enc(streamId)}/lease/renew`, {
+        body: lease,
+        repeatable: true,
+      })
+    ).body;
+  }
+
+  /**
+   * Releases a held lease (its epoch is fenced from then on).
+   *
+   * @example
+   * ```ts
+   * await client.releaseLease('run-1', { owner: 'worker-a', epoch });
+   * ```
+   */
+  async releaseLease(streamId: string, lease: { owner: string; epoch: number }): Promise<void> {
+    await this.#http.call<undefined>('POST', `/v1/streams/${enc(streamId)}/lease/release`, {
+      body: lease,
+      repeatable: true,
+    });
+  }
+
+  /**
+   * Drains the stream for a hand-over: no new turns, in-flight writes settle, a terminal base
+   * snapshot is written, the lease is released.
+   *
+   * @example
+   * ```ts
+   * await client.drain('run-1', { owner: 'worker-a', epoch, graceMs: 5000 });
+   * ```
+   */
+  async drain(
+    streamId: string,
+    drain: { owner: string; epoch: number; graceMs?: number },
+  ): Promise<DrainResult> {
+    return (
+      await this.#http.call<DrainResult>('POST', `/v1/streams/${enc(streamId)}/lease/drain`, {
+        body: drain,
+        repeatable: true,
+      })
+    ).body;
+  }
+
+  /**
+   * Begins a side effect: acquired (run it), completed / failed (its stored outcome),
+   * in_progress (retry later) or unknown_outcome (reconcile with the external system first).
+   *
+   * @example
+   * ```ts
+   * const begun = await client.beginEffect('run-1', 'pay-17', { kind: 'payment', intent: { cents: 500 } });
+   * ```
+   */
+  async beginEffect(
+    streamId: string,
+    effectKey: string,
+    effect: EffectIntent,
+  ): Promise<BeginResult> {
+    const path = `/v1/streams/${enc(streamId)}/effects/${enc(effectKey)}/begin`;
+    return (
+      await this.#http.call<BeginResult>('POST', path, {
+        body: effect,
+        repeatable: true,
+        fence: this.#fences.get(streamId),
+      })
+    ).body;
+  }
+
+  /**
+   * Completes an effect this caller holds (`holder` from begin); repeats answer the same.
+   *
+   * @example
+   * ```ts
+   * await client.completeEffect('run-1', 'pay-17', { holder, result: { receipt: 'r-1' } });
+   * ```
+   */
+  async completeEffect(
+    streamId: string,
+    effectKey: string,
+    done: { holder: string; result: Json },
+  ): Promise<FinishedEffect> {
+    const path = `/v1/streams/${enc(streamId)}/effects/${enc(effectKey)}/complete`;
+    return (
+      await this.#http.call<FinishedEffect>('POST', path, {
+        body: done,
+        repeatable: true,
+        fence: this.#fences.get(streamId),
+      })
+    ).body;
+  }
+
+  /**
+   * Fails an effect this caller holds; repeats answer the same.
+   *
+   * @example
+   * ```ts
+   * await client.failEffect('run-1', 'pay-17', { holder, error: { message: 'card declined' } });
+   * ```
+   */
+  async failEffect(
+    streamId: string,
+    effectKey: string,
+    failed: { holder: string; error: Json },
+  ): Promise<FinishedEffect> {
+    const path = `/v1/streams/${enc(streamId)}/effects/${enc(effectKey)}/fail`;
+    return (
+      await this.#http.call<FinishedEffect>('POST', path, {
+        body: failed,
+        repeatable: true,
+        fence: this.#fences.get(streamId),
+      })
+    ).body;
+  }
+
+  /**
+   * Begins the compensations of a saga's completed effects, latest first (each exactly once).
+   *
+   * @example
+   * ```ts
+   * const { compensations } = await client.compensateSaga('run-1', 'order-17');
+   * ```
+   */
+  async compensateSaga(streamId: string, sagaId: string): Promise<SagaCompensation> {
+    const path = `/v1/streams/${enc(streamId)}/sagas/${enc(sagaId)}/compensate`;
+    return (
+      await this.#http.call<SagaCompensation>('POST', path, {
+        repeatable: true,
+        fence: this.#fences.get(streamId),
+      })
+    ).body;
   }
 
   async #page(

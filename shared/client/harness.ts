@@ -39,6 +39,12 @@ interface Observation {
  */
 export interface ResumeOptions {
   /**
+   * Hold the stream's lease while running: acquired on resume (epoch + 1), renewed in the
+   * background every ttlMs / 3, sent as the fencing token of every write. When another
+   * worker takes over, the next write fails with ErrFenced and the run stops.
+   */
+  lease?: { owner: string; ttlMs?: number };
+  /**
    * Re-run the agent from turn 1: observations come from the ledger instead of the model,
    * and each replayed turn's state digest must equal the recorded one (else
    * DivergenceDetectedError naming the turn). Default: start at the head (turn N+1).
@@ -71,6 +77,10 @@ export class DurableRun {
   readonly #observations: Map<string, Json>;
   readonly #counters = new Map<string, number>();
   readonly #client: HefestoClient;
+  #lease:
+    | { owner: string; epoch: number; ttlMs: number; timer?: ReturnType<typeof setInterval> }
+    | undefined;
+  #leaseLost: unknown;
 
   /** @internal use {@link resume} */
   constructor(
@@ -102,6 +112,137 @@ export class DurableRun {
     return this.#turn;
   }
 
+  /** The lease epoch this run writes under (undefined without a lease). */
+  get epoch(): number | undefined {
+    return this.#lease?.epoch;
+  }
+
+  /** @internal: keeps renewing a lease resume acquired. */
+  holdLease(owner: string, lease: { epoch: number }, ttlMs: number): void {
+    const timer = setInterval(
+      () => {
+        this.#client
+          .renewLease(this.streamId, { owner, epoch: lease.epoch, ttlMs })
+          .catch((err: unknown) => {
+            this.#leaseLost = err;
+            clearInterval(timer);
+          });
+      },
+      Math.max(250, Math.floor(ttlMs / 3)),
+    );
+    timer.unref?.();
+    this.#lease = { owner, epoch: lease.epoch, ttlMs, timer };
+  }
+
+  /**
+   * Stops renewing the lease; with `release`, gives it up (its epoch is fenced from then on).
+   *
+   * @example
+   * ```ts
+   * await run.stop({ release: true });
+   * ```
+   */
+  async stop(options: { release?: boolean } = {}): Promise<void> {
+    const lease = this.#lease;
+    if (!lease) return;
+    clearInterval(lease.timer);
+    this.#lease = undefined;
+    if (options.release)
+      await this.#client.releaseLease(this.streamId, { owner: lease.owner, epoch: lease.epoch });
+    this.#client.setFence(this.streamId, undefined);
+  }
+
+  #checkLease(): void {
+    if (this.#leaseLost !== undefined) throw this.#leaseLost;
+  }
+
+  /**
+   * Runs an irreversible side effect exactly once across workers, crashes and replays:
+   * `fn` gets the effect key (pass it to the external system as its idempotency key). A
+   * completed effect returns its stored result without running again. When a previous
+   * holder died without finishing (unknown outcome), `reconcile` asks the external system
+   * whether it happened, so it is not run twice.
+   *
+   * @example
+   * ```ts
+   * const receipt = await run.effect('pay-order-17', (key) => payments.charge(500, { idempotencyKey: key }), {
+   *   kind: 'payment',
+   *   intent: { cents: 500 },
+   *   reconcile: async (key) => {
+   *     const found = await payments.find(key);
+   *     return found ? { done: true, result: found } : { done: false };
+   *   },
+   * });
+   * ```
+   */
+  async effect<T extends Json>(
+    effectKey: string,
+    fn: (effectKey: string) => T | Promise<T>,
+    options: {
+      kind: string;
+      intent?: Json;
+      compensation?: Json;
+      sagaId?: string;
+      leaseMs?: number;
+      reconcile?: (effectKey: string) => Promise<{ done: true; result: T } | { done: false }>;
+    },
+  ): Promise<T> {
+    this.#checkLease();
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const begun = await this.#client.beginEffect(this.streamId, effectKey, {
+        kind: options.kind,
+        intent: options.intent ?? null,
+        compensation: options.compensation,
+        sagaId: options.sagaId,
+        leaseMs: options.leaseMs,
+      });
+      if (begun.status === 'completed') return begun.result as T;
+      if (begun.status === 'failed') {
+        throw new HefestoApiError('ErrEffectFailed', 0, `effect ${effectKey} failed earlier`, {
+          status: 0,
+          code: 'ErrEffectFailed',
+          error: begun.error,
+        });
+      }
+      if (begun.status === 'in_progress') {
+        await new Promise((r) => setTimeout(r, Math.min(begun.retryAfterMs, 1000)));
+        continue;
+      }
+      if (begun.status === 'unknown_outcome') {
+        if (!options.reconcile) {
+          throw new HefestoApiError(
+            'ErrEffectUnknownOutcome',
+            0,
+            `effect ${effectKey} may have happened: pass reconcile`,
+          );
+        }
+        const known = await options.reconcile(effectKey);
+        if (known.done) {
+          await this.#client.completeEffect(this.streamId, effectKey, {
+            holder: begun.holder,
+            result: known.result,
+          });
+          return known.result;
+        }
+      }
+      let result: T;
+      try {
+        result = await fn(effectKey);
+      } catch (err) {
+        const error = { message: err instanceof Error ? err.message : String(err) };
+        await this.#client.failEffect(this.streamId, effectKey, { holder: begun.holder, error });
+        throw err;
+      }
+      await this.#client.completeEffect(this.streamId, effectKey, { holder: begun.holder, result });
+      return result;
+    }
+    throw new HefestoApiError(
+      'ErrIdempotencyInProgress',
+      409,
+      `effect ${effectKey} stayed in progress`,
+    );
+  }
+
   /** Whether the current turn is being replayed from the ledger. */
   get replaying(): boolean {
     return this.#recordedDigests.has(this.#turn);
@@ -118,6 +259,7 @@ export class DurableRun {
    * ```
    */
   async observe<T extends Json>(name: string, call: () => T | Promise<T>): Promise<T> {
+    this.#checkLease();
     const counter = `${this.#turn}\u0000${name}`;
     const index = this.#counters.get(counter) ?? 0;
     this.#counters.set(counter, index + 1);
@@ -156,6 +298,7 @@ export class DurableRun {
    * ```
    */
   async checkpoint(ops: DeltaOp[]): Promise<{ turn: number; stateDigest: string }> {
+    this.#checkLease();
     // The state the agent sees is kept in canonical key order, the order a resumed worker
     // gets from the server: an agent that serializes its state (into a prompt, say) then
     // sees the same bytes before and after a crash.
@@ -231,6 +374,23 @@ export const resume = async (
   client: HefestoClient,
   streamId: string,
   options: ResumeOptions = {},
+): Promise<DurableRun> => {
+  // Lease first, then hydrate: once we hold epoch N, no write of an older epoch can land,
+  // so the state we load is the state we continue from.
+  const ttlMs = options.lease?.ttlMs ?? 30_000;
+  const lease = options.lease
+    ? await client.acquireLease(streamId, { owner: options.lease.owner, ttlMs })
+    : undefined;
+  if (lease) client.setFence(streamId, lease.epoch);
+  const run = await load(client, streamId, options);
+  if (lease && options.lease) run.holdLease(options.lease.owner, lease, ttlMs);
+  return run;
+};
+
+const load = async (
+  client: HefestoClient,
+  streamId: string,
+  options: ResumeOptions,
 ): Promise<DurableRun> => {
   let head: Awaited<ReturnType<HefestoClient['getStream']>>;
   try {

@@ -32,6 +32,8 @@ export interface CallOptions {
   body?: unknown;
   query?: Record<string, string | number | undefined>;
   idempotencyKey?: string;
+  /** The writer's lease epoch (Hefesto-Fencing-Token). */
+  fence?: number;
   /** Whether a lost reply may be retried; default: reads and keyed writes. */
   repeatable?: boolean;
 }
@@ -126,6 +128,7 @@ export class Transport {
     }
     const headers: Record<string, string> = { authorization: `Bearer ${this.#o.apiKey}` };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.fence !== undefined) headers['hefesto-fencing-token'] = String(options.fence);
     if (options.idempotencyKey !== undefined) {
       headers['idempotency-key'] = `"${options.idempotencyKey.replace(/(["\\])/g, '\\$1')}"`;
     }

@@ -70,3 +70,54 @@ export interface CreatedKey {
   tenant: string;
   scopes: Scope[];
 }
+
+export interface Lease {
+  owner: string;
+  epoch: number;
+  expiresAt: string;
+  draining: boolean;
+}
+
+export interface DrainResult {
+  epoch: number;
+  seq: number;
+  stateDigest: string;
+  snapshot: boolean;
+}
+
+export type BeginResult =
+  | {
+      status: 'acquired' | 'unknown_outcome';
+      effectKey: string;
+      holder: string;
+      leaseExpiresAt: number;
+      attempt: number;
+    }
+  | { status: 'in_progress'; effectKey: string; retryAfterMs: number }
+  | { status: 'completed'; effectKey: string; result: Json }
+  | { status: 'failed'; effectKey: string; error: Json };
+
+export interface EffectIntent {
+  kind: string;
+  intent: Json;
+  compensation?: Json;
+  sagaId?: string;
+  leaseMs?: number;
+}
+
+export interface FinishedEffect {
+  effectKey: string;
+  status: 'completed' | 'failed';
+  result?: Json;
+  error?: Json;
+}
+
+export interface SagaCompensation {
+  sagaId: string;
+  compensations: Array<{
+    effectKey: string;
+    compensationKey: string;
+    compensation: Json;
+    begin: BeginResult;
+  }>;
+}

@@ -20,6 +20,13 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_MAX_BODY_BYTES      | 4194304      | request body bytes                        |
  * | HEFESTO_SNAPSHOT_EVERY      | 25           | base snapshot every K delta checkpoints   |
  * | HEFESTO_LOG_LEVEL           | info         | pino level, or `silent`                   |
+ * | HEFESTO_COMPACT_INTERVAL_MS | 60000        | embedded compactor timer (0 = off)        |
+ * | HEFESTO_COMPACT_TARGET_BYTES| 4194304      | target size of a merged segment           |
+ * | HEFESTO_COMPACT_EVERY       | 16           | segments per stream between visits        |
+ * | HEFESTO_COMPACT_GRACE_SECONDS | 600        | superseded objects stay readable this long|
+ * | HEFESTO_COMPACT_MAX_STREAMS | 100          | streams visited per run                   |
+ * | HEFESTO_COMPACT_MAX_RUN_MS  | 50000        | time budget of one run                    |
+ * | HEFESTO_RETENTION_DAYS      | 0            | default TTL of new streams (0 = forever)  |
  */
 
 export type Env = Record<string, string | undefined>;
@@ -34,6 +41,20 @@ export interface Settings {
   limits: HttpLimits;
   snapshotEvery: number;
   logLevel: LogLevel;
+  compaction: CompactionSettings;
+  /** Default retention of new streams, days; 0 = keep forever. */
+  retentionDays: number;
+}
+
+export interface CompactionSettings {
+  /** Embedded server: run the compactor every this many ms; 0 = never. */
+  intervalMs: number;
+  targetBytes: number;
+  /** Segments a stream gets between two compactor visits. */
+  markEvery: number;
+  graceMs: number;
+  maxStreams: number;
+  maxRunMs: number;
 }
 
 /** Settings for the Lambda entry: bucket and table are required. */
@@ -87,6 +108,13 @@ const EnvSchema = z.object({
   HEFESTO_MAX_BODY_BYTES: integer(1, 64 * 1024 * 1024, DEFAULT_LIMITS.maxBodyBytes),
   HEFESTO_SNAPSHOT_EVERY: integer(1, 10_000, 25),
   HEFESTO_LOG_LEVEL: z.preprocess(unset, z.enum(LOG_LEVELS).default('info')),
+  HEFESTO_COMPACT_INTERVAL_MS: integer(0, 86_400_000, 60_000),
+  HEFESTO_COMPACT_TARGET_BYTES: integer(1024, 1024 * 1024 * 1024, 4 * 1024 * 1024),
+  HEFESTO_COMPACT_EVERY: integer(1, 100_000, 16),
+  HEFESTO_COMPACT_GRACE_SECONDS: integer(1, 7 * 86_400, 600),
+  HEFESTO_COMPACT_MAX_STREAMS: integer(1, 100_000, 100),
+  HEFESTO_COMPACT_MAX_RUN_MS: integer(100, 3_600_000, 50_000),
+  HEFESTO_RETENTION_DAYS: integer(0, 36_500, 0),
 });
 
 const fail = (problems: string[]): never => {
@@ -117,6 +145,15 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     },
     snapshotEvery: e.HEFESTO_SNAPSHOT_EVERY,
     logLevel: e.HEFESTO_LOG_LEVEL,
+    compaction: {
+      intervalMs: e.HEFESTO_COMPACT_INTERVAL_MS,
+      targetBytes: e.HEFESTO_COMPACT_TARGET_BYTES,
+      markEvery: e.HEFESTO_COMPACT_EVERY,
+      graceMs: e.HEFESTO_COMPACT_GRACE_SECONDS * 1000,
+      maxStreams: e.HEFESTO_COMPACT_MAX_STREAMS,
+      maxRunMs: e.HEFESTO_COMPACT_MAX_RUN_MS,
+    },
+    retentionDays: e.HEFESTO_RETENTION_DAYS,
   };
 };
 

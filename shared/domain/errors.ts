@@ -8,12 +8,17 @@ export type ErrorCode =
   | 'ErrTamperedLedger'
   | 'ErrDivergenceDetected'
   | 'ErrFenced'
+  | 'ErrLeaseHeld'
+  | 'ErrDraining'
+  | 'ErrEffectNotHeld'
+  | 'ErrEffectMismatch'
   | 'ErrSeqConflict'
   | 'ErrConflict'
   | 'ErrUnavailable'
   | 'ErrInvalidInput'
   | 'ErrInvalidFormat'
   | 'ErrStreamNotFound'
+  | 'ErrPruned'
   | 'ErrNotFound'
   | 'ErrIdempotencyKeyReused'
   | 'ErrIdempotencyInProgress'
@@ -142,6 +147,19 @@ export class StreamNotFoundError extends HefestoError {
   }
 }
 
+/**
+ * The events (or state) asked for lie before the stream's pruning point: they were deleted by
+ * retention. Everything after `prunedSeq` is still verifiable from the recorded hash there.
+ */
+export class PrunedError extends HefestoError {
+  readonly prunedSeq: number;
+
+  constructor(stream: string, prunedSeq: number) {
+    super('ErrPruned', `stream ${stream} is pruned up to seq ${prunedSeq}; read after it`);
+    this.prunedSeq = prunedSeq;
+  }
+}
+
 export class NotFoundError extends HefestoError {
   constructor(message: string) {
     super('ErrNotFound', message);
@@ -199,3 +217,52 @@ export class CrashInjectedError extends HefestoError {
 export const isHefestoError = (err: unknown): err is HefestoError => err instanceof HefestoError;
 
 export const isConflict = (err: unknown): err is ConflictError => err instanceof ConflictError;
+
+/** A write carried a fencing epoch older than the stream's lease (or the lease was released). */
+export class FencedError extends HefestoError {
+  readonly currentEpoch: number | undefined;
+
+  constructor(epoch: number, currentEpoch?: number, active?: boolean) {
+    super(
+      'ErrFenced',
+      currentEpoch === epoch && active === false
+        ? `the lease of epoch ${epoch} was released`
+        : `fencing token ${epoch} is stale (stream lease epoch ${currentEpoch ?? 'none'})`,
+    );
+    this.currentEpoch = currentEpoch;
+  }
+}
+
+/** Another owner holds the stream's lease until `expiresAt`. */
+export class LeaseHeldError extends HefestoError {
+  readonly expiresAt: number;
+
+  constructor(expiresAt: number) {
+    super(
+      'ErrLeaseHeld',
+      `another worker holds this stream until ${new Date(expiresAt).toISOString()}`,
+    );
+    this.expiresAt = expiresAt;
+  }
+}
+
+/** The stream is draining for a hand-over: no new turns (checkpoints) until the next lease. */
+export class DrainingError extends HefestoError {
+  constructor() {
+    super('ErrDraining', 'the stream is draining for a hand-over; no new turns are accepted');
+  }
+}
+
+/** complete/fail of an effect by a caller that does not hold it. */
+export class EffectNotHeldError extends HefestoError {
+  constructor(effectKey: string) {
+    super('ErrEffectNotHeld', `effect ${effectKey} is not held by this caller`);
+  }
+}
+
+/** An effect key reused for another kind of effect. */
+export class EffectMismatchError extends HefestoError {
+  constructor(effectKey: string) {
+    super('ErrEffectMismatch', `effect ${effectKey} was begun with another kind or intent`);
+  }
+}

@@ -148,6 +148,11 @@ const checkHeader = (raw: unknown, expect: SegmentExpectation): SegmentHeader =>
 export interface DecodeOptions {
   /** Check integrity only; the returned segment holds no events. */
   verifyOnly?: boolean;
+  /**
+   * Verify everything, but return only the events with from <= seq <= to (a page read from a
+   * large merged segment need not decode the events it does not return).
+   */
+  only?: { from: number; to: number };
 }
 
 export const decodeSegment = (
@@ -196,7 +201,8 @@ export const decodeSegment = (
       return fail(seq, 'prevHash does not link to the previous event');
     }
     if (!sha256(preimage).equals(stored)) return fail(seq, 'hash does not match bytes');
-    if (!options.verifyOnly) {
+    const wanted = !options.only || (seq >= options.only.from && seq <= options.only.to);
+    if (!options.verifyOnly && wanted) {
       try {
         events.push(parsePreimage(preimage, stored.toString('hex')));
       } catch (err) {
@@ -228,4 +234,91 @@ export const segmentKey = (tenant: string, stream: string, firstSeq: number): st
 export const firstSeqOfKey = (key: string): number | undefined => {
   const m = /\/seg\/(\d{16})$/.exec(key);
   return m?.[1] === undefined ? undefined : Number(m[1]);
+};
+
+/**
+ * Object key of a segment the compactor merged from firstSeq..lastSeq. The `-lastSeq` suffix
+ * keeps it apart from every key an append can race for (`seg/{firstSeq}`), and sorts it right
+ * after the append key of the same firstSeq.
+ */
+export const mergedSegmentKey = (
+  tenant: string,
+  stream: string,
+  firstSeq: number,
+  lastSeq: number,
+): string => `${segmentKey(tenant, stream, firstSeq)}-${String(lastSeq).padStart(16, '0')}`;
+
+/** What a key under a stream's `seg/` names: an appended batch or a merged range. */
+export const parseSegmentKey = (
+  key: string,
+): { firstSeq: number; lastSeq?: number } | undefined => {
+  const m = /\/seg\/(\d{16})(?:-(\d{16}))?$/.exec(key);
+  if (m?.[1] === undefined) return undefined;
+  return m[2] === undefined
+    ? { firstSeq: Number(m[1]) }
+    : { firstSeq: Number(m[1]), lastSeq: Number(m[2]) };
+};
+
+/** Where the event records of an encoded segment start (after magic, header and seal). */
+const recordsOffset = (bytes: Uint8Array): number => {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return MAGIC.length + 4 + buf.readUInt32BE(MAGIC.length) + HASH_BYTES;
+};
+
+/**
+ * Merges consecutive segments into one v1 segment, copying every event record byte for byte
+ * (no event or hash changes). Each part must already have been verified (decodeSegment) and
+ * the parts must chain: each starts at the seq after the previous one's last and links to its
+ * lastHash. The merged header covers firstSeq..lastSeq with the first part's prevHash and the
+ * last part's lastHash; it names no request (idempotency key and digest null), and takes the
+ * last part's epoch and the latest createdAt, so two compactors merging the same run write
+ * the same bytes.
+ */
+export const mergeSegments = (parts: Array<{ bytes: Uint8Array; header: SegmentHeader }>) => {
+  const first = parts[0];
+  const last = parts.at(-1);
+  if (!first || !last || parts.length < 2) {
+    throw new InvalidInputError('a merge needs at least two segments');
+  }
+  let createdAt = 0;
+  for (const [i, part] of parts.entries()) {
+    const before = parts[i - 1]?.header;
+    const h = part.header;
+    if (before && (h.firstSeq !== before.lastSeq + 1 || h.prevHash !== before.lastHash)) {
+      throw new InvalidInputError(`segments to merge do not chain at seq ${h.firstSeq}`);
+    }
+    if (h.tenant !== first.header.tenant || h.stream !== first.header.stream) {
+      throw new InvalidInputError('segments to merge belong to different streams');
+    }
+    createdAt = Math.max(createdAt, h.createdAt);
+  }
+  const header: SegmentHeader = {
+    format: SEGMENT_FORMAT_VERSION,
+    tenant: first.header.tenant,
+    stream: first.header.stream,
+    firstSeq: first.header.firstSeq,
+    lastSeq: last.header.lastSeq,
+    prevHash: first.header.prevHash,
+    lastHash: last.header.lastHash,
+    epoch: last.header.epoch,
+    idempotencyKey: null,
+    requestDigest: null,
+    createdAt,
+  };
+  const headerBytes = Buffer.from(canonicalJson(header), 'utf8');
+  const records = parts.map((p) => p.bytes.subarray(recordsOffset(p.bytes)));
+  let size = MAGIC.length + 4 + headerBytes.length + HASH_BYTES;
+  for (const r of records) size += r.length;
+  const buf = Buffer.allocUnsafe(size);
+  MAGIC.copy(buf, 0);
+  buf.writeUInt32BE(headerBytes.length, MAGIC.length);
+  headerBytes.copy(buf, MAGIC.length + 4);
+  let at = MAGIC.length + 4 + headerBytes.length;
+  sha256(headerBytes).copy(buf, at);
+  at += HASH_BYTES;
+  for (const r of records) {
+    buf.set(r, at);
+    at += r.length;
+  }
+  return { header, bytes: new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength) };
 };

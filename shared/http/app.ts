@@ -9,7 +9,9 @@ import { DEFAULT_LIMITS, type HttpLimits } from './limits.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { registerDocs } from './routes/docs.js';
+import { effectRoutes } from './routes/effects.js';
 import { keyRoutes } from './routes/keys.js';
+import { retentionRoutes } from './routes/retention.js';
 import { stateRoutes } from './routes/state.js';
 import { streamRoutes } from './routes/streams.js';
 import { validationHook } from './validation.js';
@@ -37,6 +39,8 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
 
   app.route('/v1', streamRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', stateRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
+  app.route('/v1', effectRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
+  app.route('/v1', retentionRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));
   registerDocs(app);
   return app;

@@ -9,6 +9,7 @@ import {
   InvalidInputError,
   NotFoundError,
   PayloadTooLargeError,
+  PrunedError,
   SeqConflictError,
   TamperedLedgerError,
   UnsupportedMediaTypeError,
@@ -73,6 +74,7 @@ const extrasOf = (err: HefestoError): Record<string, unknown> => {
   if (err instanceof TamperedLedgerError) return { firstBadSeq: err.firstBadSeq };
   if (err instanceof DivergenceError && err.seq !== undefined) return { seq: err.seq };
   if (err instanceof InvalidDeltaError) return { opIndex: err.opIndex };
+  if (err instanceof PrunedError) return { prunedSeq: err.prunedSeq };
   if (err instanceof IdempotencyInProgressError) {
     return { retryAfterSeconds: retryAfterSeconds(err.retryAfterMs) };
   }

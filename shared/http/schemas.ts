@@ -55,6 +55,20 @@ export const IdempotencyHeaders = z.object({
     }),
 });
 
+/** Headers of a write: Idempotency-Key and the writer's fencing token. */
+export const WriteHeaders = IdempotencyHeaders.extend({
+  'Hefesto-Fencing-Token': z
+    .string()
+    .regex(/^\d{1,15}$/, 'must be a lease epoch (a whole number)')
+    .transform(Number)
+    .optional()
+    .openapi({
+      param: { name: 'Hefesto-Fencing-Token', in: 'header' },
+      description:
+        'The lease epoch of the writer; an older epoch than the stream’s is 409 ErrFenced',
+    }),
+});
+
 const EventInput = z
   .strictObject({
     type: z
@@ -77,6 +91,17 @@ export const AppendBody = z
     expectedSeq: Seq.optional().openapi({
       description: 'Append only if the stream is at this seq (0 = new stream), else 409',
     }),
+    ttlSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(100 * 365 * 86_400)
+      .optional()
+      .openapi({
+        description:
+          'Retention of the stream, when this append creates it (later: PUT .../retention). ' +
+          'Default: the deployment default (HEFESTO_RETENTION_DAYS), or forever.',
+      }),
   })
   .openapi('AppendRequest');
 
@@ -170,6 +195,7 @@ export const ProblemSchema = z
     requestId: z.string().optional(),
     currentSeq: Seq.optional().openapi({ description: 'ErrSeqConflict: the head seq now' }),
     firstBadSeq: Seq.optional().openapi({ description: 'ErrTamperedLedger: first bad seq' }),
+    prunedSeq: Seq.optional().openapi({ description: 'ErrPruned: events up to here are gone' }),
     issues: z
       .array(z.object({ in: z.string(), path: z.string(), message: z.string() }))
       .optional()
@@ -183,6 +209,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   403: 'The key lacks the scope or the tenant (ErrForbidden)',
   404: 'Not found (ErrStreamNotFound, ErrNotFound)',
   409: 'Conflict (ErrSeqConflict, ErrIdempotencyInProgress with Retry-After)',
+  410: 'Pruned by retention (ErrPruned, with prunedSeq): read after prunedSeq',
   413: 'Body, batch or payload too large (ErrPayloadTooLarge)',
   415: 'Content-Type is not application/json (ErrUnsupportedMediaType)',
   422: 'Idempotency-Key reused with another request (ErrIdempotencyKeyReused)',

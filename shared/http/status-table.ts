@@ -18,6 +18,8 @@ import type { ErrorCode } from '../domain/errors.js';
  * - ErrIdempotencyInProgress -> 409 with Retry-After, as the Idempotency-Key draft suggests.
  * - ErrInvalidDelta -> 422: a well-formed delta that cannot apply to the stored state.
  * - ErrUnavailable -> 503: the backing store kept throttling; the caller may retry.
+ * - ErrPruned -> 410: the events existed but retention deleted them on purpose (the body
+ *   carries `prunedSeq`; everything after it is still served and verifiable).
  */
 export const STATUS_BY_CODE = {
   ErrInvalidInput: 400,
@@ -28,9 +30,14 @@ export const STATUS_BY_CODE = {
   ErrSeqConflict: 409,
   ErrConflict: 409,
   ErrFenced: 409,
+  ErrLeaseHeld: 409,
+  ErrDraining: 409,
+  ErrEffectNotHeld: 409,
+  ErrEffectMismatch: 422,
   ErrDivergenceDetected: 409,
   ErrIdempotencyInProgress: 409,
   ErrStreamExists: 409,
+  ErrPruned: 410,
   ErrPayloadTooLarge: 413,
   ErrUnsupportedMediaType: 415,
   ErrIdempotencyKeyReused: 422,

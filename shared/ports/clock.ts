@@ -10,3 +10,6 @@ export interface IdSource {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/** Random UUIDs (the wiring's default id source). */
+export const randomIds: IdSource = { newId: () => crypto.randomUUID() };

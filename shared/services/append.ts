@@ -6,6 +6,7 @@ import {
   IdempotencyKeyReusedError,
   InvalidInputError,
   SeqConflictError,
+  StreamNotFoundError,
   UnavailableError,
 } from '../domain/errors.js';
 import {
@@ -19,16 +20,22 @@ import { decodeSegment, encodeSegment, type SegmentHeader, segmentKey } from '..
 import { DELTA_EVENT, EMPTY_STATE_DIGEST, FORK_EVENT } from '../domain/state.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
-import type { RecordStore, TransactOp } from '../ports/record-store.js';
+import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
+import { commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
   type AppendResponse,
   type HeadRecord,
   headKey,
   idempotencyKey,
+  pad16,
+  SEGMENT_INDEX_PREFIX,
   segmentIndexKey,
+  streamPk,
   toHead,
   toIdempotency,
+  toSegmentIndex,
 } from './layout.js';
+import { fenceCheck, fenceError, isFenced, leaseKey } from './leases.js';
 
 /**
  * The append commit protocol. One append = one segment object (create-only) + one record
@@ -52,6 +59,12 @@ import {
  *   4. Answer 201.
  *
  * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward.
+ *
+ * The commit transaction also writes what compaction and retention need (commit-extras.ts),
+ * and refuses a stream the compactor marked `deleting` (expired): such a stream answers
+ * ErrStreamNotFound until it is gone. The compactor may merge committed segments into new
+ * objects at keys an append never races for (`seg/{first}-{last}`); the only key an append
+ * looks at, `seg/{head+1}`, is never merged, so roll-forward is unaffected.
  */
 
 export type CommitStep = 'head-read' | 'segment-written' | 'committed';
@@ -70,6 +83,12 @@ export interface AppendOptions {
   idempotencyTtlSeconds?: number;
   /** Head races lost before giving up with ErrUnavailable. Default 16. */
   maxAttempts?: number;
+  /** Segments between compaction work markers (0 = never mark). Default 16. */
+  markEvery?: number;
+  /** A base snapshot every K deltas (a `basedue` record at each). Default 25. */
+  snapshotEvery?: number;
+  /** Expiry of a new stream whose creating request names none, ms (0 = never). Default 0. */
+  defaultTtlMs?: number;
 }
 
 export interface AppendRequest {
@@ -80,6 +99,14 @@ export interface AppendRequest {
   /** Checkpoints: the state digest the head must still have (else ErrDivergenceDetected). */
   expectedStateDigest?: string;
   idempotency?: { key: string; digest: string };
+  /** Retention of the stream, ms; used only when this append creates it. */
+  ttlMs?: number;
+  /**
+   * The writer's lease epoch (Hefesto-Fencing-Token): the commit then checks the stream's
+   * lease in the same transaction (epoch equal and active, and for checkpoints not
+   * draining), so a stale writer's append can never land.
+   */
+  fence?: { epoch: number; checkpoint: boolean };
 }
 
 export interface AppendOutcome {
@@ -141,9 +168,22 @@ const responseOf = (
 
 type CommitSegment = Pick<
   SegmentHeader,
-  'firstSeq' | 'lastSeq' | 'prevHash' | 'lastHash' | 'idempotencyKey' | 'requestDigest'
+  | 'firstSeq'
+  | 'lastSeq'
+  | 'prevHash'
+  | 'lastHash'
+  | 'idempotencyKey'
+  | 'requestDigest'
+  | 'createdAt'
 > &
-  StateEffect;
+  StateEffect & {
+    /** Seqs of its delta events; object size in bytes; the request's TTL (on create). */
+    deltaSeqs: number[];
+    size: number;
+    ttlMs?: number;
+  };
+
+const isDeleting = (item: unknown): boolean => (item as Item | undefined)?.status === 'deleting';
 
 export class Appender {
   readonly #o: Required<Omit<AppendOptions, 'crash'>> & Pick<AppendOptions, 'crash'>;
@@ -154,6 +194,9 @@ export class Appender {
       inFlightGraceMs: options.inFlightGraceMs ?? 2000,
       idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? 86_400,
       maxAttempts: options.maxAttempts ?? 16,
+      markEvery: options.markEvery ?? 16,
+      snapshotEvery: options.snapshotEvery ?? 25,
+      defaultTtlMs: options.defaultTtlMs ?? 0,
     };
   }
 
@@ -180,6 +223,7 @@ export class Appender {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       const head = await this.readHead(req.tenant, req.stream);
       crash?.('head-read');
+      if (head.status === 'deleting') throw new StreamNotFoundError(req.stream);
       const replay = await this.storedResult(req);
       if (replay) return replay;
       if (req.expectedSeq !== undefined && req.expectedSeq !== head.seq) {
@@ -198,31 +242,35 @@ export class Appender {
       const header = {
         tenant: req.tenant,
         stream: req.stream,
-        epoch: head.epoch,
+        epoch: req.fence?.epoch ?? 0,
         idempotencyKey: req.idempotency?.key ?? null,
         requestDigest: req.idempotency?.digest ?? null,
         createdAt: now,
       };
       const key = segmentKey(req.tenant, req.stream, head.seq + 1);
+      const body = encodeSegment(header, events);
       try {
-        await objects.putIfAbsent(key, encodeSegment(header, events));
+        await objects.putIfAbsent(key, body);
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
-        const outcome = await this.#rollForward(req, head, key);
-        if (outcome) return outcome;
-        continue;
+        const outcome = await this.#rollForward(req, head, key, body);
+        if (outcome === 'replaced') {
+          // a fenced writer's orphan was there: our segment took its place
+        } else if (outcome) {
+          return outcome;
+        } else {
+          continue;
+        }
       }
       crash?.('segment-written');
 
       const last = events.at(-1) as SealedEvent;
-      const effect = stateEffect(
-        req.events.map((e, i) => ({
-          seq: head.seq + 1 + i,
-          type: e.type,
-          payload: () => e.payload,
-        })),
-        head,
-      );
+      const batch = req.events.map((e, i) => ({
+        seq: head.seq + 1 + i,
+        type: e.type,
+        payload: () => e.payload,
+      }));
+      const effect = stateEffect(batch, head);
       const ours = {
         firstSeq: head.seq + 1,
         lastSeq: last.seq,
@@ -230,10 +278,23 @@ export class Appender {
         lastHash: last.hash,
         ...effect,
       };
+      const extra = { deltaSeqs: deltaSeqsOf(batch), size: body.length, ttlMs: req.ttlMs };
       try {
-        await this.#commit(req.tenant, req.stream, head, { ...header, ...ours }, key);
+        await this.#commit(
+          req.tenant,
+          req.stream,
+          head,
+          { ...header, ...ours, ...extra },
+          key,
+          req.fence,
+        );
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
+        if (isDeleting(err.current)) throw new StreamNotFoundError(req.stream);
+        if (req.fence) {
+          const lease = await this.#o.records.get(leaseKey(req.tenant, req.stream));
+          if (isFenced(lease, req.fence)) throw fenceError(req.fence.epoch, lease);
+        }
         if (!(await this.#isCommitted(req.tenant, req.stream, ours))) {
           throw new HefestoError(
             'ErrInternal',
@@ -270,7 +331,8 @@ export class Appender {
     req: AppendRequest,
     head: ChainHead,
     key: string,
-  ): Promise<AppendOutcome | undefined> {
+    ours: Uint8Array,
+  ): Promise<AppendOutcome | 'replaced' | undefined> {
     const stored = await this.#o.objects.get(key);
     if (!stored) return undefined; // removed in between (compaction): start again
     const { header, events } = decodeSegment(stored.body, {
@@ -279,8 +341,28 @@ export class Appender {
       firstSeq: head.seq + 1,
       prevHash: head.hash,
     });
-    const effect = stateEffect(sealedEffect(events), head);
+    if (header.epoch > 0) {
+      // Written under a lease: if that epoch has been fenced since (or, for a checkpoint, the
+      // stream is draining), its writer's commit can never succeed (it checks the lease), so
+      // nobody may adopt it either. Replace it with
+      // our segment (conditional on its etag: one replacer wins) instead of rolling it forward.
+      const lease = await this.#o.records.get(leaseKey(req.tenant, req.stream));
+      const checkpoint = events.some((e) => e.type === DELTA_EVENT);
+      if (isFenced(lease, { epoch: header.epoch, checkpoint })) {
+        try {
+          await this.#o.objects.putIfMatch(key, ours, stored.etag);
+          return 'replaced';
+        } catch (err) {
+          if (err instanceof ConflictError) return undefined;
+          throw err;
+        }
+      }
+    }
+    const batch = sealedEffect(events);
+    const effect = stateEffect(batch, head);
     const sameKey = req.idempotency !== undefined && header.idempotencyKey === req.idempotency.key;
+    const ttlMs = sameKey ? req.ttlMs : undefined;
+    const extra = { deltaSeqs: deltaSeqsOf(batch), size: stored.body.length, ttlMs };
     if (sameKey) {
       if (header.requestDigest !== req.idempotency?.digest) throw new IdempotencyKeyReusedError();
       const age = this.#o.clock.now() - header.createdAt;
@@ -289,7 +371,7 @@ export class Appender {
       }
     }
     try {
-      await this.#commit(req.tenant, req.stream, head, { ...header, ...effect }, key);
+      await this.#commit(req.tenant, req.stream, head, { ...header, ...effect, ...extra }, key);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       return undefined; // someone else committed first: start again
@@ -306,9 +388,19 @@ export class Appender {
     head: ChainHead,
     segment: CommitSegment,
     objectKey: string,
+    fence?: AppendRequest['fence'],
   ): Promise<void> {
     const now = this.#o.clock.now();
     const hk = headKey(tenant, stream);
+    const extras = commitExtras(this.#o, {
+      tenant,
+      stream,
+      now,
+      head,
+      lastSeq: segment.lastSeq,
+      deltaSeqs: segment.deltaSeqs,
+      ttlMs: segment.ttlMs,
+    });
     const ops: TransactOp[] = [
       head.exists
         ? {
@@ -322,11 +414,13 @@ export class Appender {
                 deltas: segment.deltas,
                 stateSeq: segment.stateSeq,
                 updatedAt: now,
+                ...extras.head,
               },
             },
             conditions: [
               { op: 'eq', attr: 'seq', value: head.seq },
               { op: 'eq', attr: 'epoch', value: head.epoch },
+              { op: 'attrNotExists', attr: 'status' },
             ],
           }
         : {
@@ -341,6 +435,7 @@ export class Appender {
               stateSeq: segment.stateSeq,
               createdAt: now,
               updatedAt: now,
+              ...extras.head,
             },
             conditions: [{ op: 'notExists' }],
           },
@@ -353,9 +448,12 @@ export class Appender {
           prevHash: segment.prevHash,
           lastHash: segment.lastHash,
           objectKey,
+          size: segment.size,
+          createdAt: segment.createdAt,
         },
         conditions: [{ op: 'notExists' }],
       },
+      ...extras.ops,
     ];
     if (segment.idempotencyKey !== null && segment.requestDigest !== null) {
       // Unconditional: the head condition already makes this commit the only one; an expired
@@ -373,15 +471,36 @@ export class Appender {
         },
       });
     }
+    if (fence) ops.push(fenceCheck(tenant, stream, fence.epoch, fence.checkpoint));
     await this.#o.records.transact(ops);
   }
 
+  /**
+   * Whether the chain holds our last event. Its index record may since have been merged into
+   * a later one by the compactor: then the covering segment must hold our event's hash.
+   */
   async #isCommitted(
     tenant: string,
     stream: string,
     ours: { lastSeq: number; lastHash: string },
   ): Promise<boolean> {
     const item = await this.#o.records.get(segmentIndexKey(tenant, stream, ours.lastSeq));
-    return item?.lastHash === ours.lastHash;
+    if (item) return item.lastHash === ours.lastHash;
+    const page = await this.#o.records.query(streamPk(tenant, stream), {
+      skPrefix: SEGMENT_INDEX_PREFIX,
+      after: `${SEGMENT_INDEX_PREFIX}${pad16(ours.lastSeq - 1)}`,
+      limit: 1,
+    });
+    const cover = page.items[0] && toSegmentIndex(page.items[0]);
+    if (!cover || cover.firstSeq > ours.lastSeq) return false;
+    const stored = await this.#o.objects.get(cover.objectKey);
+    if (!stored) return false;
+    const { events } = decodeSegment(stored.body, {
+      tenant,
+      stream,
+      firstSeq: cover.firstSeq,
+      prevHash: cover.prevHash,
+    });
+    return events.find((e) => e.seq === ours.lastSeq)?.hash === ours.lastHash;
   }
 }

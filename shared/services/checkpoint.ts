@@ -35,6 +35,8 @@ export interface CheckpointRequest {
   baseDigest: string;
   stateDigest?: string;
   idempotency?: { key: string; digest: string };
+  /** The writer's lease epoch; a checkpoint is also refused while the stream drains. */
+  fence?: number;
 }
 
 export interface CheckpointResult {
@@ -130,6 +132,7 @@ export class Checkpointer {
       ...base,
       events: [{ type: DELTA_EVENT, payload: payload as never }],
       expectedStateDigest: req.baseDigest,
+      fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
     });
     if (outcome.replayed) return this.#replayed(outcome.response);
     cache.put(req.tenant, req.stream, stateDigest, next);
@@ -140,6 +143,7 @@ export class Checkpointer {
           hash: outcome.response.head.hash,
           stateDigest,
           stateJson,
+          deltas: outcome.deltas,
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }

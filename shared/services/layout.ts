@@ -1,3 +1,4 @@
+import { sha256 } from '../domain/hashing.js';
 import type { Item, ItemKey } from '../ports/record-store.js';
 
 /**
@@ -12,6 +13,18 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  * | idempotency       | t#{tenant}#idem#{key}     | idem                |
  * | API key           | key#{keyId}               | key                 |
  * | bootstrap marker  | bootstrap                 | bootstrap           |
+ * | compactor lease   | t#{tenant}#s#{stream}     | compactor-lease     |
+ * | base due          | t#{tenant}#s#{stream}     | basedue#{seq, 16d}  |
+ * | garbage (batch)   | t#{tenant}#s#{stream}     | gc#{deleteAfter}#{tag} |
+ * | orphan candidate  | t#{tenant}#s#{stream}     | orphan#{objectKey}  |
+ * | orphan sweep due  | t#{tenant}#s#{stream}     | sweep               |
+ * | work marker       | compact#{shard}           | {tenant}#{stream}   |
+ * | scheduled visit   | due#{shard}               | {dueAt, 16d}#{tenant}#{stream} |
+ *
+ * Compaction records (see compactor.ts): a work marker is put in the same transaction as an
+ * append that makes a stream worth compacting (one per stream, overwritten); scheduled visits
+ * are time-ordered (garbage past its grace, expiry, pruning horizon, unfinished work), so the
+ * compactor reads only the due part of a few partitions and never scans streams.
  */
 
 export const pad16 = (n: number): string => String(n).padStart(16, '0');
@@ -50,6 +63,8 @@ export interface SnapshotIndexRecord {
   hash: string;
   stateDigest: string;
   objectKey: string;
+  /** Delta count of the stream at `seq` (absent on records written before it was kept). */
+  deltas?: number;
 }
 
 export const idempotencyKey = (tenant: string, key: string): ItemKey => ({
@@ -70,6 +85,18 @@ export interface HeadRecord {
   stateSeq: number;
   createdAt: number;
   updatedAt: number;
+  /** Segments committed since the stream's last compaction marker. */
+  pending?: number;
+  /** Retention: the stream is deleted once this time (ms) has passed. */
+  expiresAt?: number;
+  /** Retention: events older than this (ms) are pruned by the compactor. */
+  pruneAfterMs?: number;
+  /** Events up to here were pruned; verification starts from (prunedSeq, prunedHash). */
+  prunedSeq?: number;
+  prunedHash?: string;
+  /** `deleting`: expired; reads answer 404 and appends are refused until it is gone. */
+  status?: 'deleting';
+  deletingAt?: number;
 }
 
 /**
@@ -82,6 +109,9 @@ export interface SegmentIndexRecord {
   prevHash: string;
   lastHash: string;
   objectKey: string;
+  /** Object size in bytes, and the latest createdAt of its events' batches (compaction). */
+  size?: number;
+  createdAt?: number;
 }
 
 export interface IdempotencyRecord {
@@ -112,7 +142,22 @@ const str = (item: Item, attr: string): string => {
   return v;
 };
 
+const optNum = (item: Item, attr: string): number | undefined =>
+  typeof item[attr] === 'number' ? (item[attr] as number) : undefined;
+
+const optional = <T extends object>(fields: T): Partial<T> =>
+  Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<T>;
+
 export const toHead = (item: Item): HeadRecord => ({
+  ...optional({
+    pending: optNum(item, 'pending'),
+    expiresAt: optNum(item, 'expiresAt'),
+    pruneAfterMs: optNum(item, 'pruneAfterMs'),
+    prunedSeq: optNum(item, 'prunedSeq'),
+    prunedHash: typeof item.prunedHash === 'string' ? item.prunedHash : undefined,
+    status: item.status === 'deleting' ? ('deleting' as const) : undefined,
+    deletingAt: optNum(item, 'deletingAt'),
+  }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),
   epoch: num(item, 'epoch'),
@@ -124,6 +169,7 @@ export const toHead = (item: Item): HeadRecord => ({
 });
 
 export const toSegmentIndex = (item: Item): SegmentIndexRecord => ({
+  ...optional({ size: optNum(item, 'size'), createdAt: optNum(item, 'createdAt') }),
   firstSeq: num(item, 'firstSeq'),
   lastSeq: num(item, 'lastSeq'),
   prevHash: str(item, 'prevHash'),
@@ -132,6 +178,7 @@ export const toSegmentIndex = (item: Item): SegmentIndexRecord => ({
 });
 
 export const toSnapshotIndex = (item: Item): SnapshotIndexRecord => ({
+  ...optional({ deltas: optNum(item, 'deltas') }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),
   stateDigest: str(item, 'stateDigest'),
@@ -144,4 +191,84 @@ export const toIdempotency = (item: Item): IdempotencyRecord => ({
   status: num(item, 'status'),
   body: item.body as unknown as AppendResponse,
   createdAt: num(item, 'createdAt'),
+});
+
+/** Compaction work is spread over a few partitions, chosen by a hash of the stream. */
+export const WORK_SHARDS = 8;
+
+export const shardOf = (tenant: string, stream: string): number =>
+  (sha256(Buffer.from(`${tenant}#${stream}`, 'utf8'))[0] ?? 0) % WORK_SHARDS;
+
+export const markerPk = (shard: number): string => `compact#${shard}`;
+
+/** The stream's work marker: one per stream, put by the append that makes work due. */
+export const markerKey = (tenant: string, stream: string): ItemKey => ({
+  pk: markerPk(shardOf(tenant, stream)),
+  sk: `${tenant}#${stream}`,
+});
+
+export const duePk = (shard: number): string => `due#${shard}`;
+
+/** A visit of the stream scheduled at `at` (ms): sorted by time within its partition. */
+export const dueKey = (tenant: string, stream: string, at: number): ItemKey => ({
+  pk: duePk(shardOf(tenant, stream)),
+  sk: `${pad16(at)}#${tenant}#${stream}`,
+});
+
+/** The sk bound of the due entries at or before `now` (ids never contain '~'). */
+export const dueUntilSk = (now: number): string => `${pad16(now)}#~`;
+
+export const leaseKey = (tenant: string, stream: string): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: 'compactor-lease',
+});
+
+export const BASE_DUE_PREFIX = 'basedue#';
+
+/** A base snapshot that is due at `seq` (put by the commit of the K-th delta). */
+export const baseDueKey = (tenant: string, stream: string, seq: number): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: `${BASE_DUE_PREFIX}${pad16(seq)}`,
+});
+
+export const GARBAGE_PREFIX = 'gc#';
+
+/** Superseded objects (attr `objects`), deleted once `deleteAfter` (in the sk) has passed. */
+export const garbageKey = (
+  tenant: string,
+  stream: string,
+  deleteAfter: number,
+  tag: string,
+): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: `${GARBAGE_PREFIX}${pad16(deleteAfter)}#${tag}`,
+});
+
+export const ORPHAN_PREFIX = 'orphan#';
+
+/** An object under seg/ that no index record names; deleted after its grace if still so. */
+export const orphanKey = (tenant: string, stream: string, objectKey: string): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: `${ORPHAN_PREFIX}${objectKey}`,
+});
+
+/** An orphan sweep is due at `dueAt` (put by every merge publish). */
+export const sweepKey = (tenant: string, stream: string): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: 'sweep',
+});
+
+export interface WorkItem {
+  key: ItemKey;
+  tenant: string;
+  stream: string;
+  /** Markers: the head seq when it was put (its removal is conditional on it). */
+  seq?: number;
+}
+
+export const toWorkItem = (item: Item): WorkItem => ({
+  key: { pk: item.pk, sk: item.sk },
+  tenant: str(item, 'tenant'),
+  stream: str(item, 'stream'),
+  ...optional({ seq: optNum(item, 'seq') }),
 });

@@ -1,15 +1,21 @@
-import type { Clock } from '../ports/clock.js';
+import { type Clock, type IdSource, randomIds } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { Appender, type AppendOptions } from './append.js';
 import { Checkpointer } from './checkpoint.js';
+import { Drainer } from './drain.js';
+import { EffectService } from './effects.js';
+import { LeaseService } from './leases.js';
 import { Reader } from './reader.js';
+import { Retention } from './retention.js';
 import { StateStore } from './state.js';
 
 export interface LedgerDeps {
   objects: ObjectStore;
   records: RecordStore;
   clock: Clock;
+  /** Ids of effect holders. Default: random UUIDs. */
+  ids?: IdSource;
 }
 
 export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps> & {
@@ -19,22 +25,42 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps> & {
   onSnapshotError?: (err: unknown) => void;
 };
 
-/** The ledger services over one pair of stores: appends, reads, verification, state. */
+/**
+ * The ledger services over one pair of stores: appends, reads, verification, state,
+ * retention settings.
+ */
 export class Ledger {
   readonly appender: Appender;
   readonly reader: Reader;
   readonly states: StateStore;
   readonly checkpoints: Checkpointer;
+  readonly retention: Retention;
+  readonly leases: LeaseService;
+  readonly drainer: Drainer;
+  readonly effects: EffectService;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
     const { snapshotEvery, onSnapshotError, ...append } = settings;
-    this.appender = new Appender({ ...deps, ...append });
+    this.appender = new Appender({ ...deps, ...append, snapshotEvery });
     this.reader = new Reader(deps);
     this.states = new StateStore({ ...deps, reader: this.reader, snapshotEvery });
     this.checkpoints = new Checkpointer({
       appender: this.appender,
       states: this.states,
       onSnapshotError,
+    });
+    this.retention = new Retention(deps);
+    this.leases = new LeaseService(deps);
+    this.drainer = new Drainer({
+      ...deps,
+      leases: this.leases,
+      reader: this.reader,
+      states: this.states,
+    });
+    this.effects = new EffectService({
+      ...deps,
+      ids: deps.ids ?? randomIds,
+      appender: this.appender,
     });
   }
 }

@@ -1,4 +1,4 @@
-import { StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
+import { PrunedError, StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
 import { genesisHash, type LedgerEvent, toLedgerEvent } from '../domain/event.js';
 import { decodeSegment, type Segment } from '../domain/segment.js';
 import type { ChainPoint, VerifyResult } from '../domain/verify.js';
@@ -20,7 +20,24 @@ import {
  * transaction as the head, holding its (firstSeq, prevHash, lastHash): that record is the
  * trusted anchor against which the segment's bytes are verified on their own. Nothing is
  * returned from a segment that fails, nor from any read that touches one (fail closed).
+ *
+ * The compactor changes the index under running reads: it replaces the records of a run of
+ * segments with one record for their merged object (one transaction), prunes records below a
+ * stream's pruning point, and deletes superseded objects after a grace period. DynamoDB
+ * queries are not isolated from a concurrent transaction, so a read may see half of such a
+ * change (a gap, a broken link) or reach an object deleted after the grace. Those are
+ * LayoutRaceErrors: the read starts again from the head, a bounded number of times, and only
+ * then reports ErrTamperedLedger. Segment bytes are never retried: an object key always holds
+ * the same bytes, so a decoding failure is tampering.
+ *
+ * A stream marked `deleting` (expired) answers ErrStreamNotFound; a pruned stream answers
+ * ErrPruned for reads before its pruning point and verifies from the hash recorded there.
  */
+
+/** The index and the objects disagree in a way a concurrent compaction can cause. */
+class LayoutRaceError extends TamperedLedgerError {}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface ReaderOptions {
   objects: ObjectStore;
@@ -29,6 +46,10 @@ export interface ReaderOptions {
   concurrency?: number;
   /** Events a filtered read may scan before answering with `next`. Default 5000. */
   maxScan?: number;
+  /** Times a read starts again after meeting a concurrent compaction. Default 5. */
+  layoutRetries?: number;
+  /** Pause before the n-th new start: n times this, ms. Default 10. */
+  retryDelayMs?: number;
 }
 
 export interface ReadOptions {
@@ -51,13 +72,29 @@ export class Reader {
       ...options,
       concurrency: options.concurrency ?? 8,
       maxScan: options.maxScan ?? 5000,
+      layoutRetries: options.layoutRetries ?? 5,
+      retryDelayMs: options.retryDelayMs ?? 10,
     };
   }
 
   async head(tenant: string, stream: string): Promise<HeadRecord> {
     const item = await this.#o.records.get(headKey(tenant, stream));
     if (!item) throw new StreamNotFoundError(stream);
-    return toHead(item);
+    const head = toHead(item);
+    if (head.status === 'deleting') throw new StreamNotFoundError(stream);
+    return head;
+  }
+
+  /** Runs a whole read again when it met a concurrent compaction. */
+  async #retrying<T>(read: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await read();
+      } catch (err) {
+        if (!(err instanceof LayoutRaceError) || attempt >= this.#o.layoutRetries) throw err;
+        await sleep(this.#o.retryDelayMs * (attempt + 1));
+      }
+    }
   }
 
   /** Index records of the segments holding seqs >= from, in order. */
@@ -80,14 +117,16 @@ export class Reader {
     stream: string,
     entry: SegmentIndexRecord,
     verifyOnly: boolean,
+    only?: { from: number; to: number },
   ): Promise<Segment> {
     const stored = await this.#o.objects.get(entry.objectKey);
-    if (!stored)
-      throw new TamperedLedgerError(entry.firstSeq, `segment ${entry.objectKey} is missing`);
+    if (!stored) {
+      throw new LayoutRaceError(entry.firstSeq, `segment ${entry.objectKey} is missing`);
+    }
     const segment = decodeSegment(
       stored.body,
       { tenant, stream, firstSeq: entry.firstSeq, prevHash: entry.prevHash },
-      { verifyOnly },
+      { verifyOnly, only },
     );
     if (segment.header.lastSeq !== entry.lastSeq || segment.header.lastHash !== entry.lastHash) {
       throw new TamperedLedgerError(entry.firstSeq, 'segment does not end where the index says');
@@ -106,13 +145,14 @@ export class Reader {
     start: ChainPoint | undefined,
     verifyOnly: boolean,
     visit: (segment: Segment, entry: SegmentIndexRecord) => boolean,
+    only?: { from: number; to: number },
   ): Promise<ChainPoint | undefined> {
     let prev = start;
     let batch: SegmentIndexRecord[] = [];
     const flush = async (): Promise<boolean> => {
       // Fetch ahead in parallel, but judge segments in order: a bad segment past the point
       // where the visitor stops must not fail a read that never needed it.
-      const pending = batch.map((e) => this.#segment(tenant, stream, e, verifyOnly));
+      const pending = batch.map((e) => this.#segment(tenant, stream, e, verifyOnly, only));
       for (const p of pending) p.catch(() => undefined);
       for (const [i, fetched] of pending.entries()) {
         const entry = batch[i] as SegmentIndexRecord;
@@ -120,7 +160,7 @@ export class Reader {
         if (
           prev ? entry.firstSeq !== expected || entry.prevHash !== prev.hash : entry.firstSeq > from
         ) {
-          throw new TamperedLedgerError(expected, 'segment index has a gap or a broken link');
+          throw new LayoutRaceError(expected, 'segment index has a gap or a broken link');
         }
         const segment = await fetched;
         prev = { seq: entry.lastSeq, hash: entry.lastHash };
@@ -137,14 +177,29 @@ export class Reader {
     return prev;
   }
 
+  /**
+   * Verified events from `from` (default: the first one kept) on. ErrPruned when `from` lies
+   * at or before the stream's pruning point.
+   */
   async readEvents(tenant: string, stream: string, options: ReadOptions = {}): Promise<ReadPage> {
+    return this.#retrying(() => this.#readEvents(tenant, stream, options));
+  }
+
+  async #readEvents(tenant: string, stream: string, options: ReadOptions): Promise<ReadPage> {
     const head = await this.head(tenant, stream);
-    const from = Math.max(1, options.from ?? 1);
+    const floor = head.prunedSeq ?? 0;
+    if (floor > 0 && options.from !== undefined && options.from <= floor) {
+      throw new PrunedError(stream, floor);
+    }
+    const from = Math.max(1, floor + 1, options.from ?? 1);
     const limit = options.limit ?? 100;
     if (from > head.seq) return { events: [] };
     const events: LedgerEvent[] = [];
     let scanned = from - 1;
-    await this.#walk(tenant, stream, from, undefined, false, (segment) => {
+    // The events this page can return at most: only those are decoded (all are verified).
+    const span = options.type === undefined ? limit : this.#o.maxScan;
+    const only = { from, to: from + span - 1 };
+    const visit = (segment: Segment) => {
       for (const sealed of segment.events) {
         if (sealed.seq < from || sealed.seq > head.seq) continue;
         if (events.length >= limit || sealed.seq - from >= this.#o.maxScan) return false;
@@ -153,25 +208,20 @@ export class Reader {
           events.push(toLedgerEvent(sealed));
       }
       return scanned < head.seq && events.length < limit && scanned - from + 1 < this.#o.maxScan;
-    });
+    };
+    await this.#walk(tenant, stream, from, undefined, false, visit, only);
     if (scanned < from)
-      throw new TamperedLedgerError(from, 'committed events are missing from the index');
+      throw new LayoutRaceError(from, 'committed events are missing from the index');
     return scanned < head.seq ? { events, next: scanned + 1 } : { events };
   }
 
-  /** Verifies the whole stream from genesis to the head. */
+  /**
+   * Verifies the whole stream, from genesis (or from the hash recorded at its pruning point)
+   * to the head read first. Segments committed after that read are not judged.
+   */
   async verify(tenant: string, stream: string): Promise<VerifyResult> {
-    const head = await this.head(tenant, stream);
     try {
-      const genesis = { seq: 0, hash: genesisHash(tenant, stream) };
-      const end = (await this.#walk(tenant, stream, 1, genesis, true, () => true)) ?? genesis;
-      if (end.seq !== head.seq || end.hash !== head.hash) {
-        throw new TamperedLedgerError(
-          Math.min(end.seq, head.seq) + 1,
-          'chain does not reach the head',
-        );
-      }
-      return { ok: true, seq: head.seq, hash: head.hash };
+      return await this.#retrying(() => this.#verify(tenant, stream));
     } catch (err) {
       if (!(err instanceof TamperedLedgerError)) throw err;
       return {
@@ -181,5 +231,43 @@ export class Reader {
         reason: err.message,
       };
     }
+  }
+
+  async #verify(tenant: string, stream: string): Promise<VerifyResult> {
+    const head = await this.head(tenant, stream);
+    const start: ChainPoint =
+      head.prunedSeq !== undefined && head.prunedHash !== undefined
+        ? { seq: head.prunedSeq, hash: head.prunedHash }
+        : { seq: 0, hash: genesisHash(tenant, stream) };
+    let last: SegmentIndexRecord | undefined;
+    if (head.seq > start.seq) {
+      await this.#walk(tenant, stream, start.seq + 1, start, true, (_, entry) => {
+        last = entry;
+        return entry.lastSeq < head.seq;
+      });
+    }
+    const end = last ? await this.#pointAt(tenant, stream, last, head.seq) : start;
+    if (end.seq < head.seq) throw new LayoutRaceError(end.seq + 1, 'chain ends before the head');
+    if (end.hash !== head.hash) {
+      throw new TamperedLedgerError(head.seq, 'chain does not reach the head');
+    }
+    return { ok: true, seq: head.seq, hash: head.hash };
+  }
+
+  /**
+   * The chain point at `seq` inside a verified segment (a merged segment may end after the
+   * head that was read before it).
+   */
+  async #pointAt(
+    tenant: string,
+    stream: string,
+    entry: SegmentIndexRecord,
+    seq: number,
+  ): Promise<ChainPoint> {
+    if (entry.lastSeq <= seq) return { seq: entry.lastSeq, hash: entry.lastHash };
+    const segment = await this.#segment(tenant, stream, entry, false);
+    const event = segment.events.find((e) => e.seq === seq);
+    if (!event) throw new TamperedLedgerError(seq, 'segment does not hold the head seq');
+    return { seq, hash: event.hash };
   }
 }

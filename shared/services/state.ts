@@ -1,5 +1,10 @@
 import { canonicalJson } from '../domain/canonical.js';
-import { DivergenceError, InvalidInputError, TamperedLedgerError } from '../domain/errors.js';
+import {
+  DivergenceError,
+  InvalidInputError,
+  PrunedError,
+  TamperedLedgerError,
+} from '../domain/errors.js';
 import type { LedgerEvent } from '../domain/event.js';
 import { sha256Hex } from '../domain/hashing.js';
 import { decodeSnapshot, encodeSnapshot, snapshotKey } from '../domain/snapshot.js';
@@ -15,6 +20,7 @@ import {
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import {
+  baseDueKey,
   SNAPSHOT_INDEX_PREFIX,
   snapshotIndexKey,
   snapshotIndexSk,
@@ -44,6 +50,8 @@ export interface HydratedState {
   deltasApplied: number;
   /** Seq of the base snapshot used (0: none, started from {} or a fork's origin). */
   baseSeq: number;
+  /** Delta count of the stream at `seq`, when the base used records it. */
+  deltas?: number;
 }
 
 export interface StateStoreOptions {
@@ -82,11 +90,15 @@ export class StateStore {
     return key;
   }
 
-  /** Writes a base snapshot: the object, then its index record. Idempotent. */
+  /**
+   * Writes a base snapshot: the object, then its index record, then clears the `basedue`
+   * record the commit of its delta left (if the process dies before, the compactor finds the
+   * record and writes the base again: every step is idempotent).
+   */
   async writeSnapshot(
     tenant: string,
     stream: string,
-    at: { seq: number; hash: string; stateDigest: string; stateJson: string },
+    at: { seq: number; hash: string; stateDigest: string; stateJson: string; deltas?: number },
   ): Promise<string> {
     const key = await this.writeSnapshotObject(tenant, stream, at);
     await this.#o.records.put({
@@ -95,8 +107,27 @@ export class StateStore {
       hash: at.hash,
       stateDigest: at.stateDigest,
       objectKey: key,
+      ...(at.deltas === undefined ? {} : { deltas: at.deltas }),
     });
+    await this.#o.records.delete(baseDueKey(tenant, stream, at.seq));
     return key;
+  }
+
+  /** Whether a base snapshot is indexed at exactly `seq`. */
+  async hasSnapshot(tenant: string, stream: string, seq: number): Promise<boolean> {
+    return (await this.#o.records.get(snapshotIndexKey(tenant, stream, seq))) !== undefined;
+  }
+
+  /** Hydrates `seq` (verified) and writes it as a base snapshot; answers its object key. */
+  async writeBaseAt(tenant: string, stream: string, seq: number): Promise<string> {
+    const at = await this.hydrate(tenant, stream, seq);
+    return this.writeSnapshot(tenant, stream, {
+      seq,
+      hash: at.hash,
+      stateDigest: at.stateDigest,
+      stateJson: canonicalJson(at.state),
+      deltas: at.deltas,
+    });
   }
 
   async #loadSnapshot(
@@ -128,6 +159,9 @@ export class StateStore {
     const at = seq ?? head.seq;
     if (!Number.isSafeInteger(at) || at < 1 || at > head.seq) {
       throw new InvalidInputError(`seq must be between 1 and ${head.seq}`);
+    }
+    if (head.prunedSeq !== undefined && at < head.prunedSeq) {
+      throw new PrunedError(stream, head.prunedSeq);
     }
     const base = await this.#baseAtOrBefore(tenant, stream, at);
     let state: JsonObject = {};
@@ -176,7 +210,16 @@ export class StateStore {
         head.stateDigest,
       );
     }
-    return { seq: at, state, stateDigest: digest, hash, deltasApplied, baseSeq: base?.seq ?? 0 };
+    const deltas = base ? base.deltas : 0;
+    return {
+      seq: at,
+      state,
+      stateDigest: digest,
+      hash,
+      deltasApplied,
+      baseSeq: base?.seq ?? 0,
+      ...(deltas === undefined ? {} : { deltas: deltas + deltasApplied }),
+    };
   }
 
   /** Where a forked stream came from (its first event), verified like any read. */

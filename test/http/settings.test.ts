@@ -14,6 +14,15 @@ describe('settings', () => {
         limits: { maxEvents: 500, maxPayloadBytes: 262_144, maxBodyBytes: 4_194_304 },
         snapshotEvery: 25,
         logLevel: 'info',
+        compaction: {
+          intervalMs: 60_000,
+          targetBytes: 4_194_304,
+          markEvery: 16,
+          graceMs: 600_000,
+          maxStreams: 100,
+          maxRunMs: 50_000,
+        },
+        retentionDays: 0,
       });
     });
 
@@ -49,6 +58,33 @@ describe('settings', () => {
         });
 
       expect(bad).toThrow(/PORT[\s\S]*HEFESTO_API_KEY[\s\S]*HEFESTO_MAX_EVENTS[\s\S]*LOG_LEVEL/);
+    });
+
+    it('reads the compaction and retention settings', () => {
+      expect(
+        parseSettings({
+          HEFESTO_COMPACT_INTERVAL_MS: '0',
+          HEFESTO_COMPACT_TARGET_BYTES: '1048576',
+          HEFESTO_COMPACT_EVERY: '8',
+          HEFESTO_COMPACT_GRACE_SECONDS: '30',
+          HEFESTO_COMPACT_MAX_STREAMS: '5',
+          HEFESTO_COMPACT_MAX_RUN_MS: '1000',
+          HEFESTO_RETENTION_DAYS: '30',
+        }),
+      ).toMatchObject({
+        compaction: {
+          intervalMs: 0,
+          targetBytes: 1_048_576,
+          markEvery: 8,
+          graceMs: 30_000,
+          maxStreams: 5,
+          maxRunMs: 1000,
+        },
+        retentionDays: 30,
+      });
+      expect(() => parseSettings({ HEFESTO_COMPACT_GRACE_SECONDS: '0' })).toThrow(
+        /HEFESTO_COMPACT_GRACE_SECONDS/,
+      );
     });
   });
 

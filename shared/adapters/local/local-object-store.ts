@@ -5,7 +5,6 @@ import {
   linkSync,
   mkdirSync,
   openSync,
-  readdirSync,
   readFileSync,
   renameSync,
   rmdirSync,
@@ -244,8 +243,14 @@ export class LocalObjectStore implements ObjectStore {
   /** Removes directories emptied by a delete, up to (not including) `objects/`. */
   #pruneEmptyDirs(dir: string): void {
     for (let d = dir; d.startsWith(this.#objects) && d !== this.#objects; d = dirname(d)) {
-      if (readdirSync(d).length > 0) return;
-      rmdirSync(d);
+      // rmdir refuses a directory that is not empty: no listing (O(entries)) per delete.
+      try {
+        rmdirSync(d);
+      } catch (err) {
+        const code = errno(err);
+        if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return;
+        throw err;
+      }
     }
   }
 }

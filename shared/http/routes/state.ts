@@ -15,6 +15,7 @@ import {
   json,
   problemResponses,
   StreamParams,
+  WriteHeaders,
 } from '../schemas.js';
 import {
   CheckpointBody,
@@ -54,7 +55,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     middleware: [write, body] as const,
     request: {
       params: StreamParams,
-      headers: IdempotencyHeaders,
+      headers: WriteHeaders,
       body: { required: true, content: { 'application/json': { schema: CheckpointBody } } },
     },
     responses: {
@@ -82,6 +83,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
         `/v1/streams/${streamId}/checkpoints`,
         req,
       ),
+      fence: c.req.valid('header')['Hefesto-Fencing-Token'],
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');
     return c.json({ seq: result.seq, stateDigest: result.stateDigest }, 201);
@@ -100,7 +102,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     request: { params: StreamParams, query: StateQuery },
     responses: {
       200: json(StateResult, 'The state at that seq'),
-      ...problemResponses(400, 401, 403, 404, 409, 500, 503),
+      ...problemResponses(400, 401, 403, 404, 409, 410, 500, 503),
     },
   });
   app.openapi(state, async (c) => {
@@ -130,7 +132,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     },
     responses: {
       201: json(ForkResult, 'The new stream'),
-      ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 500, 503),
+      ...problemResponses(400, 401, 403, 404, 409, 410, 413, 415, 422, 500, 503),
     },
   });
   app.openapi(fork, async (c) => {

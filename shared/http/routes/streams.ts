@@ -12,13 +12,13 @@ import {
   AppendResult,
   BEARER_SECURITY,
   EventsPage,
-  IdempotencyHeaders,
   json,
   problemResponses,
   ReadQuery,
   StreamHead,
   StreamParams,
   VerifyResult,
+  WriteHeaders,
 } from '../schemas.js';
 
 export interface StreamRoutesDeps {
@@ -47,7 +47,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     middleware: [write, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
     request: {
       params: StreamParams,
-      headers: IdempotencyHeaders,
+      headers: WriteHeaders,
       body: { required: true, content: { 'application/json': { schema: AppendBody } } },
     },
     responses: {
@@ -59,6 +59,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     const { streamId } = c.req.valid('param');
     const body = c.req.valid('json');
     const key = c.req.valid('header')['Idempotency-Key'];
+    const epoch = c.req.valid('header')['Hefesto-Fencing-Token'];
     // Parsed from JSON text, so every payload is a JSON value.
     const events = body.events as EventInput[];
     checkAppendLimits(events, limits);
@@ -68,8 +69,10 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
       stream: streamId,
       events,
       expectedSeq: body.expectedSeq,
+      ttlMs: body.ttlSeconds === undefined ? undefined : body.ttlSeconds * 1000,
       idempotency:
         key === undefined ? undefined : { key, digest: requestDigest('POST', path, body) },
+      fence: epoch === undefined ? undefined : { epoch, checkpoint: false },
     });
     if (replayed) c.header('Idempotent-Replayed', 'true');
     const { firstSeq, lastSeq, head } = response;
@@ -116,7 +119,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     request: { params: StreamParams, query: ReadQuery },
     responses: {
       200: json(EventsPage, 'A page of events'),
-      ...problemResponses(400, 401, 403, 404, 500, 503),
+      ...problemResponses(400, 401, 403, 404, 410, 500, 503),
     },
   });
   app.openapi(events, async (c) => {

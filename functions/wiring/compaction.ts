@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Settings } from '../../shared/config/settings.js';
+import type { Clock } from '../../shared/ports/clock.js';
+import type { ObjectStore } from '../../shared/ports/object-store.js';
+import type { RecordStore } from '../../shared/ports/record-store.js';
+import { type CompactionReport, Compactor } from '../../shared/services/compactor.js';
+import type { LedgerSettings } from '../../shared/services/ledger.js';
+import type { StateStore } from '../../shared/services/state.js';
+
+/**
+ * The compactor's wiring, shared by its three ways to run: the scheduled Lambda
+ * (functions/compactor.ts), the embedded server's timer (functions/server.ts) and the
+ * command line (scripts/compact.ts, `runCompaction`).
+ */
+
+const DAY_MS = 86_400_000;
+
+/** What the ledger's appends need from the compaction and retention settings. */
+export const compactionLedgerSettings = (settings: Settings): LedgerSettings => ({
+  markEvery: settings.compaction.markEvery,
+  defaultTtlMs: settings.retentionDays * DAY_MS,
+});
+
+export interface CompactorDeps {
+  objects: ObjectStore;
+  records: RecordStore;
+  clock: Clock;
+  states: StateStore;
+  logger: Logger;
+}
+
+export const createCompactor = (deps: CompactorDeps, settings: Settings): Compactor => {
+  const { compaction } = settings;
+  return new Compactor({
+    ...deps,
+    ids: { newId: () => randomUUID() },
+    targetBytes: compaction.targetBytes,
+    graceMs: compaction.graceMs,
+    maxStreams: compaction.maxStreams,
+    maxRunMs: compaction.maxRunMs,
+    onError: (err, at) =>
+      deps.logger.warn(
+        { err, tenant: at.tenant, stream: at.stream },
+        'compaction of a stream failed',
+      ),
+  });
+};
+
+/** One bounded pass, reported in one log line. */
+export const runAndLog = async (
+  compactor: Compactor,
+  logger: Logger,
+): Promise<CompactionReport> => {
+  const report = await compactor.run();
+  logger.info({ compaction: report }, 'compaction run');
+  return report;
+};
+
+export interface CompactionTimer {
+  /** Stops the timer and waits for a run in progress. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the compactor every `intervalMs` (never two runs at once) in the embedded server. The
+ * timer does not keep the process alive; a failed run is logged and the next one goes on.
+ */
+export const startCompactionTimer = (
+  compactor: Compactor,
+  logger: Logger,
+  intervalMs: number,
+): CompactionTimer => {
+  let stopped = false;
+  let running: Promise<unknown> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = () => {
+    timer = setTimeout(tick, intervalMs);
+    timer.unref();
+  };
+  const tick = async () => {
+    running = runAndLog(compactor, logger).catch((err: unknown) =>
+      logger.error({ err }, 'compaction run failed'),
+    );
+    await running;
+    running = undefined;
+    if (!stopped) schedule();
+  };
+  schedule();
+  return {
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+};

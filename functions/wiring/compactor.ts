@@ -1,0 +1,35 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { type Logger, pino } from 'pino';
+import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
+import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
+import type { AwsSettings } from '../../shared/config/settings.js';
+import { systemClock } from '../../shared/ports/clock.js';
+import type { Compactor } from '../../shared/services/compactor.js';
+import { Ledger } from '../../shared/services/ledger.js';
+import { compactionLedgerSettings, createCompactor } from './compaction.js';
+
+/**
+ * Wiring of the compactor Lambda: settings -> S3 and DynamoDB clients -> adapters -> ledger
+ * (for hydration) -> compactor. Like the API's wiring, clients make one attempt per call and
+ * the adapters retry.
+ */
+export const createAwsCompactor = (
+  settings: AwsSettings,
+): { compactor: Compactor; logger: Logger } => {
+  const clock = systemClock;
+  const logger = pino({ level: settings.logLevel });
+  const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
+  const dynamo = new DynamoDBClient({ maxAttempts: 1 });
+  const objects = new S3ObjectStore({ client: s3, bucket: settings.bucket });
+  const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
+  const ledger = new Ledger(
+    { objects, records, clock },
+    { snapshotEvery: settings.snapshotEvery, ...compactionLedgerSettings(settings) },
+  );
+  const compactor = createCompactor(
+    { objects, records, clock, states: ledger.states, logger },
+    settings,
+  );
+  return { compactor, logger };
+};

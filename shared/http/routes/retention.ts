@@ -1,0 +1,130 @@
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { KeyService } from '../../services/keys.js';
+import type { Ledger } from '../../services/ledger.js';
+import type { RetentionView } from '../../services/retention.js';
+import { requireKey } from '../auth.js';
+import { type AppEnv, principalOf } from '../context.js';
+import { jsonBody } from '../json-body.js';
+import type { HttpLimits } from '../limits.js';
+import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
+
+export interface RetentionRoutesDeps {
+  ledger: Ledger;
+  keys: KeyService;
+  limits: HttpLimits;
+}
+
+const MAX_SECONDS = 100 * 365 * 86_400;
+
+export const RetentionBody = z
+  .strictObject({
+    ttlSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_SECONDS)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          'Delete the whole stream this many seconds from now (null: keep it forever). The ' +
+          'scheduled compactor deletes it: from then on it answers 404 and its id is free.',
+        example: 2_592_000,
+      }),
+    pruneAfterSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_SECONDS)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          'Prune events older than this (null: never). Reads before the pruning point answer ' +
+          '410 ErrPruned; everything after it stays verifiable from the hash recorded there.',
+        example: 604_800,
+      }),
+  })
+  .refine((b) => b.ttlSeconds !== undefined || b.pruneAfterSeconds !== undefined, {
+    message: 'give ttlSeconds, pruneAfterSeconds or both',
+  })
+  .openapi('RetentionRequest');
+
+export const RetentionResult = z
+  .object({
+    streamId: z.string(),
+    expiresAt: z.iso.datetime().nullable().openapi({ description: 'When the stream is deleted' }),
+    pruneAfterSeconds: z.number().int().nullable(),
+    prunedSeq: z.number().int().nullable().openapi({
+      description: 'Events up to here were pruned; verification starts from prunedHash',
+    }),
+    prunedHash: z.string().nullable(),
+  })
+  .openapi('Retention');
+
+const resultOf = (streamId: string, view: RetentionView) => ({
+  streamId,
+  expiresAt: view.expiresAt === undefined ? null : new Date(view.expiresAt).toISOString(),
+  pruneAfterSeconds: view.pruneAfterMs === undefined ? null : Math.round(view.pruneAfterMs / 1000),
+  prunedSeq: view.prunedSeq ?? null,
+  prunedHash: view.prunedHash ?? null,
+});
+
+const ms = (seconds: number | null | undefined) =>
+  seconds === undefined ? undefined : seconds === null ? null : seconds * 1000;
+
+/** /streams/{streamId}/retention: a stream's TTL and pruning horizon. */
+export const retentionRoutes = ({ ledger, keys, limits }: RetentionRoutesDeps) => {
+  const app = new OpenAPIHono<AppEnv>();
+  const read = requireKey({ keys, scope: 'read' });
+  const write = requireKey({ keys, scope: 'write' });
+
+  const get = createRoute({
+    method: 'get',
+    path: '/streams/{streamId}/retention',
+    summary: 'Retention of a stream',
+    security: BEARER_SECURITY,
+    middleware: [read] as const,
+    request: { params: StreamParams },
+    responses: {
+      200: json(RetentionResult, 'Its TTL, pruning horizon and pruning point'),
+      ...problemResponses(400, 401, 403, 404, 503),
+    },
+  });
+  app.openapi(get, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const view = await ledger.retention.get(principalOf(c).tenant, streamId);
+    return c.json(resultOf(streamId, view), 200);
+  });
+
+  const put = createRoute({
+    method: 'put',
+    path: '/streams/{streamId}/retention',
+    summary: 'Set the retention of a stream',
+    description:
+      'Sets the TTL and/or the pruning horizon of an existing stream (a field left out is ' +
+      'unchanged). New streams get the deployment default TTL (HEFESTO_RETENTION_DAYS), or ' +
+      'the `ttlSeconds` of the append that creates them.',
+    security: BEARER_SECURITY,
+    middleware: [write, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
+    request: {
+      params: StreamParams,
+      body: { required: true, content: { 'application/json': { schema: RetentionBody } } },
+    },
+    responses: {
+      200: json(RetentionResult, 'The retention now'),
+      ...problemResponses(400, 401, 403, 404, 413, 415, 503),
+    },
+  });
+  app.openapi(put, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const body = c.req.valid('json');
+    const view = await ledger.retention.set(principalOf(c).tenant, streamId, {
+      ttlMs: ms(body.ttlSeconds),
+      pruneAfterMs: ms(body.pruneAfterSeconds),
+    });
+    return c.json(resultOf(streamId, view), 200);
+  });
+
+  return app;
+};

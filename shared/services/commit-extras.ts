@@ -1,0 +1,90 @@
+import { DELTA_EVENT } from '../domain/state.js';
+import type { JsonValue, TransactOp } from '../ports/record-store.js';
+import { baseDueKey, dueKey, markerKey } from './layout.js';
+
+/**
+ * What an append's commit transaction writes for compaction and retention, besides the head,
+ * the segment index and the idempotency record. Written in the same transaction, so that no
+ * crash can leave work the compactor does not know about:
+ *
+ * - `pending` on the head counts segments since the stream's last work marker; the commit
+ *   that brings it to `markEvery` puts the marker (compact#{shard}, one per stream) and
+ *   resets it. The compactor reads markers, never scans streams.
+ * - a commit holding the K-th, 2K-th... delta puts a `basedue#{seq}` record: a base snapshot
+ *   is due there. The checkpointer writes it and clears the record; if it dies first, the
+ *   compactor finds the record and writes the base.
+ * - the commit that creates a stream stamps its expiry (the request's TTL, else the
+ *   deployment default) and schedules the compactor's visit at that time.
+ */
+
+export interface CommitExtrasOptions {
+  /** Segments between work markers; 0 = never mark. */
+  markEvery: number;
+  /** A base snapshot every K deltas. */
+  snapshotEvery: number;
+  /** Expiry of new streams when the request names none; 0 = keep forever. */
+  defaultTtlMs: number;
+}
+
+export interface CommitExtras {
+  /** Attributes to set on the head (also on the head a create puts). */
+  head: Record<string, JsonValue>;
+  ops: TransactOp[];
+}
+
+/** Seqs of the delta events of a batch, in order (same rule as stateEffect). */
+export const deltaSeqsOf = (
+  events: Array<{ seq: number; type: string; payload: () => unknown }>,
+): number[] =>
+  events
+    .filter(
+      (e) =>
+        e.type === DELTA_EVENT &&
+        typeof (e.payload() as { stateDigest?: unknown } | null)?.stateDigest === 'string',
+    )
+    .map((e) => e.seq);
+
+export const commitExtras = (
+  options: CommitExtrasOptions,
+  at: {
+    tenant: string;
+    stream: string;
+    now: number;
+    /** The head before this commit (absent fields: an older record, count from 0). */
+    head: { exists: boolean; pending?: number; deltas: number };
+    lastSeq: number;
+    deltaSeqs: number[];
+    /** The request's TTL, used only when this commit creates the stream. */
+    ttlMs?: number;
+  },
+): CommitExtras => {
+  const { tenant, stream, now, head } = at;
+  const ops: TransactOp[] = [];
+  const baseDue: number[] = [];
+  let deltas = head.deltas;
+  for (const seq of at.deltaSeqs) {
+    deltas++;
+    if (deltas % options.snapshotEvery === 0) baseDue.push(seq);
+  }
+  for (const seq of baseDue) {
+    ops.push({ kind: 'put', item: { ...baseDueKey(tenant, stream, seq), seq } });
+  }
+  const pending = (head.exists ? (head.pending ?? 0) : 0) + 1;
+  const mark = options.markEvery > 0 && (pending >= options.markEvery || baseDue.length > 0);
+  if (mark) {
+    ops.push({
+      kind: 'put',
+      item: { ...markerKey(tenant, stream), tenant, stream, seq: at.lastSeq, markedAt: now },
+    });
+  }
+  const fields: Record<string, JsonValue> = { pending: mark ? 0 : pending };
+  const ttlMs = at.ttlMs ?? options.defaultTtlMs;
+  if (!head.exists && ttlMs > 0) {
+    fields.expiresAt = now + ttlMs;
+    ops.push({
+      kind: 'put',
+      item: { ...dueKey(tenant, stream, now + ttlMs), tenant, stream },
+    });
+  }
+  return { head: fields, ops };
+};

@@ -1,0 +1,291 @@
+import { canonicalJson, type JsonValue } from '../domain/canonical.js';
+import { ConflictError, EffectMismatchError, EffectNotHeldError } from '../domain/errors.js';
+import { sha256Hex } from '../domain/hashing.js';
+import type { Clock, IdSource } from '../ports/clock.js';
+import type { Item, ItemKey, RecordStore } from '../ports/record-store.js';
+import type { Appender } from './append.js';
+import { streamPk } from './layout.js';
+
+/**
+ * Exactly-once side effects (a payment, a push, an email) and sagas.
+ *
+ * One record per effect (pk the stream, sk `effect#{effectKey}`), moved only by conditional
+ * writes: begin reserves it for a holder with a lease; complete / fail finish it, only by
+ * that holder, once. The effectKey is also the idempotency key the caller passes to the
+ * external system, which is what lets a later caller reconcile an unknown outcome.
+ *
+ *   begin: absent            -> acquired (holder token, lease)
+ *          pending, leased   -> in_progress (retry after the lease)
+ *          pending, expired  -> unknown_outcome (holder handed to this caller, who must ask
+ *                               the external system whether it happened before finishing)
+ *          completed / failed -> the stored result / error: do not run it again
+ *   complete/fail: 1. conditional update (holder and pending) -> completed/failed;
+ *                  2. the ledger event hefesto.effect.completed/failed, appended with an
+ *                     Idempotency-Key derived from the effect key.
+ *   Dies between 1 and 2: the effect is finished (exactly once) but its ledger event is
+ *   missing until the next begin/complete/fail of that effect, which appends it (same key,
+ *   so never twice).
+ */
+
+export const EFFECT_COMPLETED = 'hefesto.effect.completed';
+export const EFFECT_FAILED = 'hefesto.effect.failed';
+
+export type EffectStatus = 'pending' | 'completed' | 'failed';
+
+export interface EffectRecord {
+  effectKey: string;
+  kind: string;
+  intent: JsonValue;
+  compensation: JsonValue | null;
+  sagaId: string | null;
+  status: EffectStatus;
+  holder: string;
+  leaseExpiresAt: number;
+  attempts: number;
+  result: JsonValue | null;
+  error: JsonValue | null;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
+export type BeginOutcome =
+  | {
+      status: 'acquired';
+      effectKey: string;
+      holder: string;
+      leaseExpiresAt: number;
+      attempt: number;
+    }
+  | {
+      status: 'unknown_outcome';
+      effectKey: string;
+      holder: string;
+      leaseExpiresAt: number;
+      attempt: number;
+    }
+  | { status: 'in_progress'; effectKey: string; retryAfterMs: number }
+  | { status: 'completed'; effectKey: string; result: JsonValue }
+  | { status: 'failed'; effectKey: string; error: JsonValue };
+
+export interface BeginRequest {
+  tenant: string;
+  stream: string;
+  effectKey: string;
+  kind: string;
+  intent: JsonValue;
+  compensation?: JsonValue;
+  sagaId?: string;
+  leaseMs?: number;
+  fence?: number;
+}
+
+export interface FinishRequest {
+  tenant: string;
+  stream: string;
+  effectKey: string;
+  holder: string;
+  outcome: { result: JsonValue } | { error: JsonValue };
+  fence?: number;
+}
+
+export interface EffectServiceOptions {
+  records: RecordStore;
+  appender: Appender;
+  clock: Clock;
+  ids: IdSource;
+  /** Default holder lease. Default 30 s. */
+  leaseMs?: number;
+}
+
+const effectKeyOf = (tenant: string, stream: string, effectKey: string): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: `effect#${effectKey}`,
+});
+
+const toEffect = (item: Item): EffectRecord => item as unknown as EffectRecord;
+
+export class EffectService {
+  readonly #o: EffectServiceOptions & { leaseMs: number };
+
+  constructor(options: EffectServiceOptions) {
+    this.#o = { ...options, leaseMs: options.leaseMs ?? 30_000 };
+  }
+
+  async get(tenant: string, stream: string, effectKey: string): Promise<EffectRecord | undefined> {
+    const item = await this.#o.records.get(effectKeyOf(tenant, stream, effectKey));
+    return item ? toEffect(item) : undefined;
+  }
+
+  async begin(req: BeginRequest): Promise<BeginOutcome> {
+    const { records, clock, ids } = this.#o;
+    const key = effectKeyOf(req.tenant, req.stream, req.effectKey);
+    const leaseMs = req.leaseMs ?? this.#o.leaseMs;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const now = clock.now();
+      const current = await this.get(req.tenant, req.stream, req.effectKey);
+      if (current && current.kind !== req.kind) throw new EffectMismatchError(req.effectKey);
+      if (current?.status === 'completed' || current?.status === 'failed') {
+        await this.#record(req.tenant, req.stream, current, req.fence);
+        return current.status === 'completed'
+          ? { status: 'completed', effectKey: req.effectKey, result: current.result ?? null }
+          : { status: 'failed', effectKey: req.effectKey, error: current.error ?? null };
+      }
+      if (current && current.leaseExpiresAt > now) {
+        return {
+          status: 'in_progress',
+          effectKey: req.effectKey,
+          retryAfterMs: current.leaseExpiresAt - now,
+        };
+      }
+      const holder = ids.newId();
+      const next: EffectRecord = current
+        ? { ...current, holder, leaseExpiresAt: now + leaseMs, attempts: current.attempts + 1 }
+        : {
+            effectKey: req.effectKey,
+            kind: req.kind,
+            intent: req.intent,
+            compensation: req.compensation ?? null,
+            sagaId: req.sagaId ?? null,
+            status: 'pending',
+            holder,
+            leaseExpiresAt: now + leaseMs,
+            attempts: 1,
+            result: null,
+            error: null,
+            createdAt: now,
+            finishedAt: null,
+          };
+      try {
+        await records.put(
+          { ...key, ...(next as unknown as Record<string, JsonValue>) },
+          {
+            conditions: current
+              ? [
+                  { op: 'eq', attr: 'holder', value: current.holder },
+                  { op: 'eq', attr: 'status', value: 'pending' },
+                ]
+              : [{ op: 'notExists' }],
+          },
+        );
+      } catch (err) {
+        if (err instanceof ConflictError) continue; // someone else moved it: look again
+        throw err;
+      }
+      const granted = {
+        effectKey: req.effectKey,
+        holder,
+        leaseExpiresAt: next.leaseExpiresAt,
+        attempt: next.attempts,
+      };
+      return current
+        ? { status: 'unknown_outcome', ...granted }
+        : { status: 'acquired', ...granted };
+    }
+    const now = await this.get(req.tenant, req.stream, req.effectKey);
+    return {
+      status: 'in_progress',
+      effectKey: req.effectKey,
+      retryAfterMs: Math.max(1, (now?.leaseExpiresAt ?? 0) - clock.now()),
+    };
+  }
+
+  /** Completes or fails an effect held by `holder`; a repeat of the same call is a no-op. */
+  async finish(req: FinishRequest): Promise<EffectRecord> {
+    const { records, clock } = this.#o;
+    const status: EffectStatus = 'result' in req.outcome ? 'completed' : 'failed';
+    const value = 'result' in req.outcome ? req.outcome.result : req.outcome.error;
+    const key = effectKeyOf(req.tenant, req.stream, req.effectKey);
+    let record: EffectRecord;
+    try {
+      const item = await records.update(
+        key,
+        {
+          set: {
+            status,
+            [status === 'completed' ? 'result' : 'error']: value,
+            finishedAt: clock.now(),
+          },
+        },
+        {
+          conditions: [
+            { op: 'eq', attr: 'holder', value: req.holder },
+            { op: 'eq', attr: 'status', value: 'pending' },
+          ],
+        },
+      );
+      record = toEffect(item);
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      const current = err.current ? toEffect(err.current as Item) : undefined;
+      const same = current?.holder === req.holder && current.status === status;
+      if (!current || !same) throw new EffectNotHeldError(req.effectKey);
+      record = current; // this very call, repeated: answer it again
+    }
+    await this.#record(req.tenant, req.stream, record, req.fence);
+    return record;
+  }
+
+  /** Step 2: the ledger event of a finished effect (idempotent by effect key). */
+  async #record(
+    tenant: string,
+    stream: string,
+    effect: EffectRecord,
+    fence?: number,
+  ): Promise<void> {
+    if (effect.status === 'pending') return;
+    const completed = effect.status === 'completed';
+    await this.#o.appender.append({
+      tenant,
+      stream,
+      events: [
+        {
+          type: completed ? EFFECT_COMPLETED : EFFECT_FAILED,
+          payload: {
+            effectKey: effect.effectKey,
+            kind: effect.kind,
+            sagaId: effect.sagaId,
+            ...(completed ? { result: effect.result } : { error: effect.error }),
+          },
+        },
+      ],
+      idempotency: {
+        key: `effect:${effect.effectKey}:${effect.status}`,
+        digest: sha256Hex(
+          canonicalJson({
+            effectKey: effect.effectKey,
+            status: effect.status,
+            holder: effect.holder,
+          }),
+        ),
+      },
+      fence: fence === undefined ? undefined : { epoch: fence, checkpoint: false },
+    });
+  }
+
+  /** Completed effects of a saga that registered a compensation, latest first. */
+  async compensable(tenant: string, stream: string, sagaId: string): Promise<EffectRecord[]> {
+    const out: EffectRecord[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.#o.records.query(streamPk(tenant, stream), {
+        skPrefix: 'effect#',
+        after,
+        limit: 100,
+      });
+      for (const item of page.items) {
+        const e = toEffect(item);
+        if (
+          e.sagaId === sagaId &&
+          e.status === 'completed' &&
+          e.compensation !== null &&
+          !e.effectKey.startsWith('compensate:')
+        )
+          out.push(e);
+      }
+      after = page.next;
+    } while (after !== undefined);
+    return out.sort(
+      (a, b) => (b.finishedAt ?? 0) - (a.finishedAt ?? 0) || (a.effectKey < b.effectKey ? 1 : -1),
+    );
+  }
+}
