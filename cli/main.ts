@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { HefestoApiError } from '../shared/client/errors.js';
 import type { Command, Options, Values } from './command.js';
+import { compact } from './commands/compact.js';
 import { eventsTail } from './commands/events.js';
 import { exportStream } from './commands/export.js';
 import { importFile } from './commands/import.js';
@@ -35,6 +36,7 @@ export const COMMANDS: Command[] = [
   exportStream,
   verifyFile,
   importFile,
+  compact,
 ];
 
 const GLOBAL: Options = {
