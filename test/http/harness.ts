@@ -25,6 +25,8 @@ export const T0 = 1_700_000_000_000;
 interface Stores {
   objects: ObjectStore;
   records: RecordStore;
+  /** The data directory of file-backed stores. */
+  dir?: string;
   close(): void;
 }
 
@@ -51,6 +53,7 @@ export const STORE_FACTORIES: StoreFactory[] = [
       return {
         objects,
         records,
+        dir,
         close: () => {
           records.close();
           objects.close();
@@ -137,6 +140,7 @@ export const createHarness = (factory: StoreFactory, options: HarnessOptions = {
     keys,
     objects: stores.objects,
     records: stores.records,
+    dataDir: stores.dir,
     logs,
     request,
     newKey,
