@@ -3,7 +3,14 @@
  * the message is for people.
  */
 
-/** The stable error codes the server answers with (RFC 9457 `code` member). */
+/**
+ * The stable error codes the server answers with (RFC 9457 `code` member).
+ *
+ * @example
+ * ```ts
+ * const code: ServerErrorCode = 'ErrSeqConflict';
+ * ```
+ */
 export type ServerErrorCode =
   | 'ErrInvalidInput'
   | 'ErrUnauthorized'
@@ -24,7 +31,14 @@ export type ServerErrorCode =
   | 'ErrInternal'
   | (string & {});
 
-/** An RFC 9457 problem body as the server sends it. */
+/**
+ * An RFC 9457 problem body as the server sends it.
+ *
+ * @example
+ * ```ts
+ * const problem: Problem | undefined = err instanceof HefestoApiError ? err.problem : undefined;
+ * ```
+ */
 export interface Problem {
   type?: string;
   title?: string;

@@ -19,7 +19,14 @@ import type { DeltaOp, Json, LedgerEvent } from './types.js';
  * - one that dies after checkpointing resumes at the next turn.
  */
 
-/** The ledger event type of recorded observations. */
+/**
+ * The ledger event type of recorded observations.
+ *
+ * @example
+ * ```ts
+ * const { events } = await client.readEvents('run-1', { type: OBSERVATION_TYPE });
+ * ```
+ */
 export const OBSERVATION_TYPE = 'observation';
 
 interface Observation {

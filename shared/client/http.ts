@@ -7,6 +7,14 @@ import { HefestoApiError, type Problem } from './errors.js';
  * carry an Idempotency-Key, which the server answers once however often it is sent).
  */
 
+/**
+ * How the client retries 429, 5xx and network errors.
+ *
+ * @example
+ * ```ts
+ * new HefestoClient({ baseUrl, apiKey, retry: { maxAttempts: 8, baseDelayMs: 200 } });
+ * ```
+ */
 export interface RetryPolicy {
   /** Attempts including the first. Default 6. */
   maxAttempts?: number;
@@ -16,6 +24,14 @@ export interface RetryPolicy {
   maxDelayMs?: number;
 }
 
+/**
+ * Options of the client's HTTP transport (HefestoClient builds it from its own).
+ *
+ * @example
+ * ```ts
+ * const transport = new Transport({ baseUrl: 'http://localhost:8787', apiKey });
+ * ```
+ */
 export interface TransportOptions {
   baseUrl: string;
   apiKey: string;
@@ -28,6 +44,14 @@ export interface TransportOptions {
   random?: () => number;
 }
 
+/**
+ * Options of one HTTP call of the transport.
+ *
+ * @example
+ * ```ts
+ * await transport.call('GET', '/v1/streams/run-1/events', { query: { from: 1 } });
+ * ```
+ */
 export interface CallOptions {
   body?: unknown;
   query?: Record<string, string | number | undefined>;
@@ -38,6 +62,14 @@ export interface CallOptions {
   repeatable?: boolean;
 }
 
+/**
+ * The status, parsed JSON body and headers of a successful call.
+ *
+ * @example
+ * ```ts
+ * const { body }: CallResult<StreamHead> = await transport.call('GET', '/v1/streams/run-1');
+ * ```
+ */
 export interface CallResult<T> {
   status: number;
   body: T;
@@ -55,6 +87,15 @@ const retryAfterMs = (headers: Headers): number | undefined => {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 };
 
+/**
+ * The client's one HTTP path (see the module comment for the retry rules).
+ *
+ * @example
+ * ```ts
+ * const transport = new Transport({ baseUrl, apiKey });
+ * const { body } = await transport.call('GET', '/healthz');
+ * ```
+ */
 export class Transport {
   readonly #o: Required<Omit<TransportOptions, 'retry'>> & { retry: Required<RetryPolicy> };
 

@@ -1,6 +1,12 @@
 /**
- * Chain points (seq -> hash) a client has verified itself, per stream, bounded. A verified
- * read continues from the nearest one instead of from genesis.
+ * Chain points (seq -> hash) a client has verified itself, per stream, bounded. A verified read continues from the nearest one instead of from genesis.
+ *
+ * @example
+ * ```ts
+ * const points = new TrustedPoints();
+ * points.add('run-1', 10, hash);
+ * points.below('run-1', 12); // { seq: 10, hash }
+ * ```
  */
 export class TrustedPoints {
   readonly #streams = new Map<string, Map<number, string>>();

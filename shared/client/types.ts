@@ -1,12 +1,37 @@
 /** Request and response shapes of the Hefesto REST API (see /v1/openapi.json). */
 
+/**
+ * A JSON value: what payloads, state and effect results are made of.
+ *
+ * @example
+ * ```ts
+ * const payload: Json = { role: 'user', text: 'hi', tags: ['a'] };
+ * ```
+ */
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
+/**
+ * An event to append: its type and JSON payload.
+ *
+ * @example
+ * ```ts
+ * await client.append('run-1', [{ type: 'tool.result', payload: { ok: true } } satisfies EventInput]);
+ * ```
+ */
 export interface EventInput {
   type: string;
   payload: Json;
 }
 
+/**
+ * A stored, hash-chained event as the API returns it.
+ *
+ * @example
+ * ```ts
+ * const { events } = await client.readEvents('run-1');
+ * const first: LedgerEvent | undefined = events[0];
+ * ```
+ */
 export interface LedgerEvent {
   seq: number;
   ts: number;
@@ -16,12 +41,29 @@ export interface LedgerEvent {
   hash: string;
 }
 
+/**
+ * The answer to an append: the seqs it got and the new head.
+ *
+ * @example
+ * ```ts
+ * const { firstSeq, lastSeq, head }: AppendResult = await client.append('run-1', events);
+ * ```
+ */
 export interface AppendResult {
   firstSeq: number;
   lastSeq: number;
   head: { seq: number; hash: string };
 }
 
+/**
+ * A stream's chain head, state digest and checkpoint count.
+ *
+ * @example
+ * ```ts
+ * const head: StreamHead = await client.getStream('run-1');
+ * console.log(head.seq, head.deltas);
+ * ```
+ */
 export interface StreamHead {
   streamId: string;
   seq: number;
@@ -33,28 +75,77 @@ export interface StreamHead {
   updatedAt: string;
 }
 
+/**
+ * A page of events; pass `next` as `from` to read on (null at the head).
+ *
+ * @example
+ * ```ts
+ * const page: EventsPage = await client.readEvents('run-1', { from: 1, limit: 100 });
+ * ```
+ */
 export interface EventsPage {
   events: LedgerEvent[];
   next: number | null;
 }
 
+/**
+ * The result of verifying a whole chain.
+ *
+ * @example
+ * ```ts
+ * const result: VerifyResult = await client.verify('run-1');
+ * if (!result.ok) console.error(result.firstBadSeq);
+ * ```
+ */
 export type VerifyResult =
   | { ok: true; seq: number; hash: string }
   | { ok: false; code: 'ErrTamperedLedger'; firstBadSeq: number };
 
+/**
+ * One operation of a delta checkpoint (RFC 6901 path).
+ *
+ * @example
+ * ```ts
+ * const ops: DeltaOp[] = [{ op: 'set', path: '/turn', value: 3 }, { op: 'delete', path: '/draft' }];
+ * ```
+ */
 export type DeltaOp = { op: 'set'; path: string; value: Json } | { op: 'delete'; path: string };
 
+/**
+ * The answer to a checkpoint: its seq and the new state digest.
+ *
+ * @example
+ * ```ts
+ * const { seq, stateDigest }: CheckpointResult = await client.checkpoint('run-1', { ops, baseDigest });
+ * ```
+ */
 export interface CheckpointResult {
   seq: number;
   stateDigest: string;
 }
 
+/**
+ * The state of a stream at one seq.
+ *
+ * @example
+ * ```ts
+ * const { state }: StateResult = await client.getState('run-1', { at: 7 });
+ * ```
+ */
 export interface StateResult {
   seq: number;
   state: { [key: string]: Json };
   stateDigest: string;
 }
 
+/**
+ * The answer to a fork: the new stream and where it came from.
+ *
+ * @example
+ * ```ts
+ * const fork: ForkResult = await client.fork('run-1', { newStreamId: 'run-1b', at: 7 });
+ * ```
+ */
 export interface ForkResult {
   streamId: string;
   seq: number;
@@ -62,8 +153,24 @@ export interface ForkResult {
   source: { streamId: string; seq: number; hash: string };
 }
 
+/**
+ * An API key scope.
+ *
+ * @example
+ * ```ts
+ * const scopes: Scope[] = ['read', 'write'];
+ * ```
+ */
 export type Scope = 'read' | 'write' | 'admin';
 
+/**
+ * A new API key; `key` is shown only once.
+ *
+ * @example
+ * ```ts
+ * const { id, key }: CreatedKey = await admin.createKey({ tenant: 'acme', scopes: ['read'] });
+ * ```
+ */
 export interface CreatedKey {
   id: string;
   key: string;
@@ -71,6 +178,14 @@ export interface CreatedKey {
   scopes: Scope[];
 }
 
+/**
+ * A stream lease: who holds it, its fencing epoch, whether it drains.
+ *
+ * @example
+ * ```ts
+ * const lease: Lease = await client.acquireLease('run-1', { owner: 'worker-a', ttlMs: 30_000 });
+ * ```
+ */
 export interface Lease {
   owner: string;
   epoch: number;
@@ -78,6 +193,14 @@ export interface Lease {
   draining: boolean;
 }
 
+/**
+ * The answer to a drain: the released epoch and the head it left.
+ *
+ * @example
+ * ```ts
+ * const drained: DrainResult = await client.drain('run-1', { owner: 'worker-a', epoch: 3 });
+ * ```
+ */
 export interface DrainResult {
   epoch: number;
   seq: number;
@@ -85,6 +208,15 @@ export interface DrainResult {
   snapshot: boolean;
 }
 
+/**
+ * Where a side effect stands after begin.
+ *
+ * @example
+ * ```ts
+ * const begun: BeginResult = await client.beginEffect('run-1', 'pay-1', { kind: 'payment', intent: 500 });
+ * if (begun.status === 'acquired') console.log('run it with', begun.holder);
+ * ```
+ */
 export type BeginResult =
   | {
       status: 'acquired' | 'unknown_outcome';
@@ -97,6 +229,14 @@ export type BeginResult =
   | { status: 'completed'; effectKey: string; result: Json }
   | { status: 'failed'; effectKey: string; error: Json };
 
+/**
+ * What a side effect is: its kind, intent, and optional compensation and saga.
+ *
+ * @example
+ * ```ts
+ * const effect: EffectIntent = { kind: 'payment', intent: { cents: 500 }, compensation: { refund: 500 }, sagaId: 'order-1' };
+ * ```
+ */
 export interface EffectIntent {
   kind: string;
   intent: Json;
@@ -105,6 +245,14 @@ export interface EffectIntent {
   leaseMs?: number;
 }
 
+/**
+ * A completed or failed side effect.
+ *
+ * @example
+ * ```ts
+ * const done: FinishedEffect = await client.completeEffect('run-1', 'pay-1', { holder, result: { receipt: 'r1' } });
+ * ```
+ */
 export interface FinishedEffect {
   effectKey: string;
   status: 'completed' | 'failed';
@@ -112,6 +260,14 @@ export interface FinishedEffect {
   error?: Json;
 }
 
+/**
+ * The compensations of a saga, latest first, each begun as an effect of its own.
+ *
+ * @example
+ * ```ts
+ * const { compensations }: SagaCompensation = await client.compensateSaga('run-1', 'order-1');
+ * ```
+ */
 export interface SagaCompensation {
   sagaId: string;
   compensations: Array<{
