@@ -107,6 +107,8 @@ export interface AppendRequest {
    * draining), so a stale writer's append can never land.
    */
   fence?: { epoch: number; checkpoint: boolean };
+  /** The head as the caller read it just before checking the idempotency record. */
+  knownHead?: ChainHead;
 }
 
 export interface AppendOutcome {
@@ -152,7 +154,7 @@ const sealedEffect = (events: SealedEvent[]) =>
     payload: () => JSON.parse(payloadJsonOf(e)) as unknown,
   }));
 
-interface ChainHead extends HeadRecord {
+export interface ChainHead extends HeadRecord {
   exists: boolean;
 }
 
@@ -221,10 +223,13 @@ export class Appender {
     if (req.events.length === 0) throw new InvalidInputError('an append needs at least one event');
     const { objects, clock, crash, maxAttempts } = this.#o;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      const head = await this.readHead(req.tenant, req.stream);
+      // A caller that already read the head and then the idempotency record, in this order
+      // (the checkpointer does), passes the head so the first attempt does not read both again.
+      const known = attempt === 1 ? req.knownHead : undefined;
+      const head = known ?? (await this.readHead(req.tenant, req.stream));
       crash?.('head-read');
       if (head.status === 'deleting') throw new StreamNotFoundError(req.stream);
-      const replay = await this.storedResult(req);
+      const replay = known ? undefined : await this.storedResult(req);
       if (replay) return replay;
       if (req.expectedSeq !== undefined && req.expectedSeq !== head.seq) {
         throw new SeqConflictError(req.expectedSeq, head.seq);

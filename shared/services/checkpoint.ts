@@ -107,10 +107,11 @@ export class Checkpointer {
   async checkpoint(req: CheckpointRequest): Promise<CheckpointResult> {
     const { appender, states, cache } = this.#o;
     const base = { tenant: req.tenant, stream: req.stream, idempotency: req.idempotency };
+    // Head first, then the idempotency record: the order the appender relies on (a request
+    // committed between the two reads is seen by the second), so it can skip both reads.
+    const head = await appender.readHead(req.tenant, req.stream);
     const stored = await appender.storedResult({ ...base, events: [] });
     if (stored) return this.#replayed(stored.response);
-
-    const head = await appender.readHead(req.tenant, req.stream);
     if (head.stateDigest !== req.baseDigest) {
       throw new DivergenceError(
         'baseDigest is not the stream state digest',
@@ -132,6 +133,7 @@ export class Checkpointer {
       ...base,
       events: [{ type: DELTA_EVENT, payload: payload as never }],
       expectedStateDigest: req.baseDigest,
+      knownHead: head,
       fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
     });
     if (outcome.replayed) return this.#replayed(outcome.response);
