@@ -3,6 +3,7 @@ import { runCheckpointBench } from './checkpoints.js';
 import { runCompactionBench } from './compaction.js';
 import { runHttpBench } from './http.js';
 import { runLedgerBench } from './ledger.js';
+import { runMigrationBench } from './migration.js';
 import { runResumeBench } from './resume.js';
 
 /** `npm run bench`: every benchmark of the project, printed as Markdown tables. */
@@ -11,5 +12,6 @@ runLedgerBench();
 await runHttpBench();
 await runCheckpointBench();
 await runResumeBench();
+await runMigrationBench();
 await runBundleBench();
 await runCompactionBench();

@@ -263,6 +263,6 @@ export class EffectNotHeldError extends HefestoError {
 /** An effect key reused for another kind of effect. */
 export class EffectMismatchError extends HefestoError {
   constructor(effectKey: string) {
-    super('ErrEffectMismatch', `effect ${effectKey} was begun with another kind or intent`);
+    super('ErrEffectMismatch', `effect ${effectKey} was begun as another kind of effect`);
   }
 }

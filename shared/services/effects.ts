@@ -2,9 +2,10 @@ import { canonicalJson, type JsonValue } from '../domain/canonical.js';
 import { ConflictError, EffectMismatchError, EffectNotHeldError } from '../domain/errors.js';
 import { sha256Hex } from '../domain/hashing.js';
 import type { Clock, IdSource } from '../ports/clock.js';
-import type { Item, ItemKey, RecordStore } from '../ports/record-store.js';
+import type { Item, ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { Appender } from './append.js';
 import { streamPk } from './layout.js';
+import { fenceCheck, fenceError } from './leases.js';
 
 /**
  * Exactly-once side effects (a payment, a push, an email) and sagas.
@@ -156,9 +157,10 @@ export class EffectService {
             finishedAt: null,
           };
       try {
-        await records.put(
-          { ...key, ...(next as unknown as Record<string, JsonValue>) },
+        await this.#write(
           {
+            kind: 'put',
+            item: { ...key, ...(next as unknown as Record<string, JsonValue>) },
             conditions: current
               ? [
                   { op: 'eq', attr: 'holder', value: current.holder },
@@ -166,6 +168,7 @@ export class EffectService {
                 ]
               : [{ op: 'notExists' }],
           },
+          req,
         );
       } catch (err) {
         if (err instanceof ConflictError) continue; // someone else moved it: look again
@@ -197,22 +200,22 @@ export class EffectService {
     const key = effectKeyOf(req.tenant, req.stream, req.effectKey);
     let record: EffectRecord;
     try {
-      const item = await records.update(
-        key,
+      const finishedAt = clock.now();
+      const set = { status, [status === 'completed' ? 'result' : 'error']: value, finishedAt };
+      await this.#write(
         {
-          set: {
-            status,
-            [status === 'completed' ? 'result' : 'error']: value,
-            finishedAt: clock.now(),
-          },
-        },
-        {
+          kind: 'update',
+          key,
+          update: { set },
           conditions: [
             { op: 'eq', attr: 'holder', value: req.holder },
             { op: 'eq', attr: 'status', value: 'pending' },
           ],
         },
+        req,
       );
+      const item = await records.get(key);
+      if (!item) throw new EffectNotHeldError(req.effectKey);
       record = toEffect(item);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
@@ -223,6 +226,30 @@ export class EffectService {
     }
     await this.#record(req.tenant, req.stream, record, req.fence);
     return record;
+  }
+
+  /**
+   * One conditional write of the effect record; with a fencing token, in one transaction
+   * with the lease check, so a fenced worker can neither take nor finish an effect.
+   */
+  async #write(
+    op: TransactOp,
+    req: { tenant: string; stream: string; fence?: number },
+  ): Promise<void> {
+    if (req.fence === undefined) {
+      if (op.kind === 'put') await this.#o.records.put(op.item, { conditions: op.conditions });
+      else if (op.kind === 'update')
+        await this.#o.records.update(op.key, op.update, { conditions: op.conditions });
+      return;
+    }
+    try {
+      await this.#o.records.transact([op, fenceCheck(req.tenant, req.stream, req.fence, false)]);
+    } catch (err) {
+      if (err instanceof ConflictError && err.index === 1) {
+        throw fenceError(req.fence, err.current as Item | undefined);
+      }
+      throw err;
+    }
   }
 
   /** Step 2: the ledger event of a finished effect (idempotent by effect key). */

@@ -244,6 +244,28 @@ describe.each(allStores.filter((f) => f.enabled))('effects and leases on $name',
       expect(labels).toEqual(['a1', 'b1']);
     });
 
+    it('refuses effects to a fenced worker: it can neither take nor finish one', async () => {
+      const a = await ledger.leases.acquire(T, S, 'worker-a', 5000);
+      const taken = await begin('pay-fenced', { fence: a.epoch });
+      if (taken.status !== 'acquired') throw new Error('not acquired');
+      await ledger.leases.release(T, S, 'worker-a', a.epoch);
+      const b = await ledger.leases.acquire(T, S, 'worker-b', 5000);
+      await expect(begin('pay-other', { fence: a.epoch })).rejects.toBeInstanceOf(FencedError);
+      await expect(
+        ledger.effects.finish({
+          tenant: T,
+          stream: S,
+          effectKey: 'pay-fenced',
+          holder: taken.holder,
+          outcome: { result: 'late' },
+          fence: a.epoch,
+        }),
+      ).rejects.toBeInstanceOf(FencedError);
+      expect(await ledger.effects.get(T, S, 'pay-fenced')).toMatchObject({ status: 'pending' });
+      expect(await ledger.effects.get(T, S, 'pay-other')).toBeUndefined();
+      expect((await begin('pay-other', { fence: b.epoch })).status).toBe('acquired');
+    });
+
     it('never adopts a fenced writer’s orphan segment', async () => {
       const a = await ledger.leases.acquire(T, S, 'worker-a', 5000);
       const dying = new Appender({
