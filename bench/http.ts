@@ -12,6 +12,7 @@ import { systemClock } from '../shared/ports/clock.js';
 import { KeyService } from '../shared/services/keys.js';
 import { Ledger } from '../shared/services/ledger.js';
 import { createTestBucket, createTestTable, hasAwsEmulators } from '../test/support/aws.js';
+import { type Counts, counted } from './aws-counting.js';
 import { printTable } from './harness.js';
 
 /**
@@ -124,28 +125,6 @@ export const runHttpBench = async () => {
     rmSync(dir, { recursive: true, force: true });
   }
   await runRequestCounts();
-};
-
-type Counts = Record<string, number>;
-
-type Next = (args: unknown) => Promise<unknown>;
-interface HandlerContext {
-  clientName?: string;
-  commandName?: string;
-}
-
-/** Adds a middleware that counts every command the client sends. */
-const counted = <C extends S3Client | DynamoDBClient>(client: C, counts: Counts): C => {
-  const middleware = (next: Next, context: HandlerContext) => (args: unknown) => {
-    const name = `${context.clientName?.replace('Client', '') ?? '?'} ${context.commandName ?? '?'}`;
-    counts[name] = (counts[name] ?? 0) + 1;
-    return next(args);
-  };
-  (client.middlewareStack as S3Client['middlewareStack']).add(middleware as never, {
-    step: 'initialize',
-    name: 'hefestoBenchCounter',
-  });
-  return client;
 };
 
 const runRequestCounts = async () => {

@@ -15,6 +15,7 @@ import { systemClock } from '../shared/ports/clock.js';
 import { KeyService } from '../shared/services/keys.js';
 import { Ledger } from '../shared/services/ledger.js';
 import { createTestBucket, createTestTable, hasAwsEmulators } from '../test/support/aws.js';
+import { type Counts, counted } from './aws-counting.js';
 import { printTable } from './harness.js';
 
 /**
@@ -142,32 +143,11 @@ const effectPair = async (client: HefestoClient, stream: string, effectKey: stri
   });
 };
 
-type Counts = Record<string, number>;
-
 /** HTTP first, then the SDK commands by name. */
 const byName = (counts: Counts) =>
   Object.entries(counts).sort(([a], [b]) =>
     a === 'HTTP' ? -1 : b === 'HTTP' ? 1 : a < b ? -1 : 1,
   );
-type Next = (args: unknown) => Promise<unknown>;
-interface HandlerContext {
-  clientName?: string;
-  commandName?: string;
-}
-
-/** Adds a middleware that counts every command the client sends (as bench/http.ts does). */
-const counted = <C extends S3Client | DynamoDBClient>(client: C, counts: Counts): C => {
-  const middleware = (next: Next, context: HandlerContext) => (args: unknown) => {
-    const name = `${context.clientName?.replace('Client', '') ?? '?'} ${context.commandName ?? '?'}`;
-    counts[name] = (counts[name] ?? 0) + 1;
-    return next(args);
-  };
-  (client.middlewareStack as S3Client['middlewareStack']).add(middleware as never, {
-    step: 'initialize',
-    name: 'hefestoBenchCounter',
-  });
-  return client;
-};
 
 const runEffectRequestCounts = async () => {
   if (!hasAwsEmulators()) {

@@ -163,55 +163,38 @@ export class LeaseService {
     ttlMs: number,
   ): Promise<LeaseRecord> {
     const ttl = this.#ttl(ttlMs);
-    try {
-      const item = await this.#records.update(
-        leaseKey(tenant, stream),
-        { set: { expiresAt: this.#clock.now() + ttl } },
-        { conditions: this.#mine(owner, epoch) },
-      );
-      return toLease(item);
-    } catch (err) {
-      if (err instanceof ConflictError)
-        throw new FencedError(
-          epoch,
-          (err.current as Item | undefined)?.epoch as number | undefined,
-        );
-      throw err;
-    }
+    return this.#updateMine(tenant, stream, owner, epoch, { expiresAt: this.#clock.now() + ttl });
   }
 
   /** Releases a held lease: from here on the epoch is fenced. */
   async release(tenant: string, stream: string, owner: string, epoch: number): Promise<void> {
-    try {
-      await this.#records.update(
-        leaseKey(tenant, stream),
-        { set: { active: false, draining: false } },
-        { conditions: this.#mine(owner, epoch) },
-      );
-    } catch (err) {
-      if (err instanceof ConflictError)
-        throw new FencedError(
-          epoch,
-          (err.current as Item | undefined)?.epoch as number | undefined,
-        );
-      throw err;
-    }
+    await this.#updateMine(tenant, stream, owner, epoch, { active: false, draining: false });
   }
 
   /** Step 1 of a drain: refuse new turns from now on. */
   async markDraining(tenant: string, stream: string, owner: string, epoch: number): Promise<void> {
+    await this.#updateMine(tenant, stream, owner, epoch, { draining: true });
+  }
+
+  /** Updates the lease only while `owner` holds it at `epoch`; otherwise ErrFenced. */
+  async #updateMine(
+    tenant: string,
+    stream: string,
+    owner: string,
+    epoch: number,
+    set: Record<string, number | boolean>,
+  ): Promise<LeaseRecord> {
     try {
-      await this.#records.update(
+      const item = await this.#records.update(
         leaseKey(tenant, stream),
-        { set: { draining: true } },
-        { conditions: this.#mine(owner, epoch) },
+        { set },
+        {
+          conditions: this.#mine(owner, epoch),
+        },
       );
+      return toLease(item);
     } catch (err) {
-      if (err instanceof ConflictError)
-        throw new FencedError(
-          epoch,
-          (err.current as Item | undefined)?.epoch as number | undefined,
-        );
+      if (err instanceof ConflictError) throw fenceError(epoch, err.current as Item | undefined);
       throw err;
     }
   }
