@@ -76,7 +76,13 @@ export const applyOps = (state: JsonObject, ops: DeltaOp[]): JsonObject => {
     } else if (array && !exists && last !== '-' && last !== String(array.length)) {
       throw new InvalidDeltaError(i, `${op.path} is past the end of the array`);
     } else {
-      patch = { op: isArray && exists ? 'replace' : 'add', path: op.path, value: op.value };
+      // A copy: later ops of the same delta may change what this one inserted, and the
+      // caller's ops must stay as they were (they are what gets recorded).
+      patch = {
+        op: isArray && exists ? 'replace' : 'add',
+        path: op.path,
+        value: structuredClone(op.value),
+      };
     }
     try {
       jsonpatch.applyOperation(state, patch, true, true, true);
