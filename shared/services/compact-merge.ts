@@ -1,5 +1,10 @@
 import { ConflictError, TamperedLedgerError } from '../domain/errors.js';
-import { decodeSegment, mergedSegmentKey, mergeSegments } from '../domain/segment.js';
+import {
+  decodeSegment,
+  mergedSegmentKey,
+  mergeSegments,
+  segmentPrefix,
+} from '../domain/segment.js';
 import { MAX_TRANSACT_OPS, type TransactOp } from '../ports/record-store.js';
 import {
   type CompactDeps,
@@ -229,6 +234,22 @@ export const recordOrphan = async (
   return true;
 };
 
+/** Sizes older index records lack, from a listing: no merge may outgrow the target. */
+const fillSizes = async (deps: CompactDeps, visit: Visit, index: SegmentIndexRecord[]) => {
+  const unknown = new Map(index.filter((r) => r.size === undefined).map((r) => [r.objectKey, r]));
+  let after: string | undefined;
+  while (unknown.size > 0) {
+    const page = await deps.objects.list(segmentPrefix(visit.tenant, visit.stream), { after });
+    for (const { key, size } of page.items) {
+      const record = unknown.get(key);
+      if (record) record.size = size;
+      unknown.delete(key);
+    }
+    after = page.next;
+    if (after === undefined) break;
+  }
+};
+
 /**
  * Merges until nothing is left to merge or the visit's time is up ('partial'). Plans again
  * after each pass, so runs merged in one pass can merge further in the next.
@@ -242,6 +263,7 @@ export const mergeStream = async (
   for (;;) {
     if (pastDeadline(deps, visit)) return 'partial';
     const index = await readIndex(deps.records, visit.tenant, visit.stream, visit.head.prunedSeq);
+    await fillSizes(deps, visit, index);
     const runs = planRuns(index, limits.targetBytes, maxInputs);
     let progressed = false;
     for (const run of runs) {

@@ -122,6 +122,19 @@ describe.each(allStores.filter((f) => f.enabled))('compactor on $name', (factory
       expect(await world.ledger.reader.verify(T, S)).toMatchObject({ ok: true, seq: 60 });
     });
 
+    it('reads the sizes an older index record lacks from the store', async () => {
+      await appendMany(30);
+      const pk = `t#${T}#s#${S}`;
+      for (const item of (await stores.records.query(pk, { skPrefix: 'seg#' })).items) {
+        await stores.records.update(item, { remove: ['size', 'createdAt'] });
+      }
+      await world.compactor({ targetBytes: 4096 }).compactStream(T, S);
+      const items = (await stores.records.query(pk, { skPrefix: 'seg#' })).items;
+      expect(items.length).toBeGreaterThan(1);
+      expect(items.every((i) => typeof i.size === 'number' && i.size <= 4096)).toBe(true);
+      expect(await world.ledger.reader.verify(T, S)).toMatchObject({ ok: true, seq: 30 });
+    });
+
     it('serves a reader that fetched the old layout, before and after the grace', async () => {
       await appendMany(12);
       const expected = await readAll(world, T, S);

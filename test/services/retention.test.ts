@@ -226,6 +226,28 @@ describe.each(allStores.filter((f) => f.enabled))('retention on $name', (factory
       expect(fork.seq).toBe(1);
     });
 
+    it('prunes a fork, its origin snapshot included, keeping its state', async () => {
+      const base = await checkpoint(1, EMPTY_STATE_DIGEST);
+      await world.ledger.checkpoints.fork({ tenant: T, source: S, at: base.seq, newStreamId: 'f' });
+      await world.ledger.checkpoints.checkpoint({
+        tenant: T,
+        stream: 'f',
+        ops: [{ op: 'set', path: '/f', value: true }],
+        baseDigest: base.stateDigest,
+      });
+      await appendMany(2, 'f');
+      await world.ledger.retention.set(T, 'f', { pruneAfterMs: DAY });
+      advance(DAY + 1);
+      await settle(world, advance);
+      expect(await world.ledger.retention.get(T, 'f')).toMatchObject({ prunedSeq: 4 });
+      expect((await world.ledger.states.hydrate(T, 'f')).state).toEqual({ k1: 1, f: true });
+      const snaps = await keysUnder(stores.objects, `t/${T}/s/f/snap/`);
+      expect(snaps.map((k) => k.split('/snap/')[1]?.slice(0, 16))).toEqual(['0000000000000004']);
+      await expect(
+        world.ledger.checkpoints.fork({ tenant: T, source: 'f', at: 1, newStreamId: 'g' }),
+      ).rejects.toBeInstanceOf(PrunedError);
+    });
+
     it('prunes again as more events age out, and everything when all are old', async () => {
       await appendMany(6);
       await world.ledger.retention.set(T, S, { pruneAfterMs: DAY });
