@@ -118,7 +118,7 @@ export class EffectService {
   }
 
   async begin(req: BeginRequest): Promise<BeginOutcome> {
-    const { records, clock, ids } = this.#o;
+    const { clock, ids } = this.#o;
     const key = effectKeyOf(req.tenant, req.stream, req.effectKey);
     const leaseMs = req.leaseMs ?? this.#o.leaseMs;
     for (let attempt = 0; attempt < 5; attempt++) {
