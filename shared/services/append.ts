@@ -9,22 +9,22 @@ import {
   StreamNotFoundError,
   UnavailableError,
 } from '../domain/errors.js';
+import { genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
+import { decodeSegment, encodeSegment, segmentKey } from '../domain/segment.js';
+import { DELTA_EVENT, EMPTY_STATE_DIGEST } from '../domain/state.js';
+import type { Item, TransactOp } from '../ports/record-store.js';
 import {
-  type EventInput,
-  genesisHash,
-  payloadJsonOf,
-  type SealedEvent,
-  sealBatch,
-} from '../domain/event.js';
-import { decodeSegment, encodeSegment, type SegmentHeader, segmentKey } from '../domain/segment.js';
-import { DELTA_EVENT, EMPTY_STATE_DIGEST, FORK_EVENT } from '../domain/state.js';
-import type { Clock } from '../ports/clock.js';
-import type { ObjectStore } from '../ports/object-store.js';
-import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
+  type AppendOptions,
+  type AppendOutcome,
+  type AppendRequest,
+  type ChainHead,
+  type CommitSegment,
+  responseOf,
+  sealedEffect,
+  stateEffect,
+} from './append-model.js';
 import { commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
-  type AppendResponse,
-  type HeadRecord,
   headKey,
   idempotencyKey,
   pad16,
@@ -36,6 +36,17 @@ import {
   toSegmentIndex,
 } from './layout.js';
 import { fenceCheck, fenceError, isFenced, leaseKey } from './leases.js';
+
+export {
+  type AppendOptions,
+  type AppendOutcome,
+  type AppendRequest,
+  type ChainHead,
+  type CommitStep,
+  type CrashHook,
+  type StateEffect,
+  stateEffect,
+} from './append-model.js';
 
 /**
  * The append commit protocol. One append = one segment object (create-only) + one record
@@ -66,124 +77,6 @@ import { fenceCheck, fenceError, isFenced, leaseKey } from './leases.js';
  * objects at keys an append never races for (`seg/{first}-{last}`); the only key an append
  * looks at, `seg/{head+1}`, is never merged, so roll-forward is unaffected.
  */
-
-export type CommitStep = 'head-read' | 'segment-written' | 'committed';
-
-/** Test hook: throw from it to simulate the process dying right after `step`. */
-export type CrashHook = (step: CommitStep) => void;
-
-export interface AppendOptions {
-  objects: ObjectStore;
-  records: RecordStore;
-  clock: Clock;
-  crash?: CrashHook;
-  /** A same-key request's orphan younger than this is in flight (409). Default 2000 ms. */
-  inFlightGraceMs?: number;
-  /** How long idempotency records are kept. Default 24 h. */
-  idempotencyTtlSeconds?: number;
-  /** Head races lost before giving up with ErrUnavailable. Default 16. */
-  maxAttempts?: number;
-  /** Segments between compaction work markers (0 = never mark). Default 16. */
-  markEvery?: number;
-  /** A base snapshot every K deltas (a `basedue` record at each). Default 25. */
-  snapshotEvery?: number;
-  /** Expiry of a new stream whose creating request names none, ms (0 = never). Default 0. */
-  defaultTtlMs?: number;
-}
-
-export interface AppendRequest {
-  tenant: string;
-  stream: string;
-  events: EventInput[];
-  expectedSeq?: number;
-  /** Checkpoints: the state digest the head must still have (else ErrDivergenceDetected). */
-  expectedStateDigest?: string;
-  idempotency?: { key: string; digest: string };
-  /** Retention of the stream, ms; used only when this append creates it. */
-  ttlMs?: number;
-  /**
-   * The writer's lease epoch (Hefesto-Fencing-Token): the commit then checks the stream's
-   * lease in the same transaction (epoch equal and active, and for checkpoints not
-   * draining), so a stale writer's append can never land.
-   */
-  fence?: { epoch: number; checkpoint: boolean };
-  /** The head as the caller read it just before checking the idempotency record. */
-  knownHead?: ChainHead;
-}
-
-export interface AppendOutcome {
-  response: AppendResponse;
-  /** true when this answer is the stored result of an earlier request with the same key. */
-  replayed: boolean;
-  /** Delta count of the stream after this batch (absent on replays). */
-  deltas?: number;
-}
-
-/**
- * What a batch does to the stream's state: the digest after its last delta or fork event,
- * and how many deltas it holds. Read from the events themselves, so that a writer rolling
- * forward someone else's segment moves the head's state exactly as its writer would have.
- */
-export const stateEffect = (
-  events: Array<{ seq: number; type: string; payload: () => unknown }>,
-  before: StateEffect,
-): StateEffect => {
-  let { stateDigest, deltas, stateSeq } = before;
-  for (const event of events) {
-    if (event.type !== DELTA_EVENT && event.type !== FORK_EVENT) continue;
-    const digest = (event.payload() as { stateDigest?: unknown } | null)?.stateDigest;
-    if (typeof digest !== 'string') continue;
-    stateDigest = digest;
-    stateSeq = event.seq;
-    if (event.type === DELTA_EVENT) deltas++;
-  }
-  return { stateDigest, deltas, stateSeq };
-};
-
-export interface StateEffect {
-  stateDigest: string;
-  deltas: number;
-  /** Seq of the last event that set the state (delta or fork); 0 before any. */
-  stateSeq: number;
-}
-
-const sealedEffect = (events: SealedEvent[]) =>
-  events.map((e) => ({
-    seq: e.seq,
-    type: e.type,
-    payload: () => JSON.parse(payloadJsonOf(e)) as unknown,
-  }));
-
-export interface ChainHead extends HeadRecord {
-  exists: boolean;
-}
-
-const responseOf = (
-  header: Pick<SegmentHeader, 'firstSeq' | 'lastSeq' | 'lastHash'>,
-  stateDigest: string,
-): AppendResponse => ({
-  firstSeq: header.firstSeq,
-  lastSeq: header.lastSeq,
-  head: { seq: header.lastSeq, hash: header.lastHash },
-  stateDigest,
-});
-
-type CommitSegment = Pick<
-  SegmentHeader,
-  | 'firstSeq'
-  | 'lastSeq'
-  | 'prevHash'
-  | 'lastHash'
-  | 'idempotencyKey'
-  | 'requestDigest'
-  | 'createdAt'
-> &
-  StateEffect & {
-    /** Seqs of its delta events; object size in bytes; the request's TTL (on create). */
-    deltaSeqs: number[];
-    size: number;
-    ttlMs?: number;
-  };
 
 const isDeleting = (item: unknown): boolean => (item as Item | undefined)?.status === 'deleting';
 
