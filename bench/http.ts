@@ -1,18 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { pino } from 'pino';
 import { startServer } from '../scripts/lib/server-process.js';
-import { DynamoRecordStore } from '../shared/adapters/aws/dynamo-record-store.js';
-import { S3ObjectStore } from '../shared/adapters/aws/s3-object-store.js';
-import { createApp } from '../shared/http/app.js';
-import { systemClock } from '../shared/ports/clock.js';
-import { KeyService } from '../shared/services/keys.js';
-import { Ledger } from '../shared/services/ledger.js';
-import { createTestBucket, createTestTable, hasAwsEmulators } from '../test/support/aws.js';
-import { type Counts, counted } from './aws-counting.js';
+import { countingAwsApp } from './aws-counting.js';
 import { printTable } from './harness.js';
 
 /**
@@ -128,23 +118,15 @@ export const runHttpBench = async () => {
 };
 
 const runRequestCounts = async () => {
-  if (!hasAwsEmulators()) {
+  const aws = await countingAwsApp(ROOT);
+  if (!aws) {
     console.log(
       '\n(S3/DynamoDB request counts skipped: no emulator endpoints; run via `npm run bench`.)',
     );
     return;
   }
-  const bucket = await createTestBucket();
-  const table = await createTestTable();
-  const counts: Counts = {};
+  const { app, counts } = aws;
   try {
-    const s3 = counted(new S3Client({ forcePathStyle: true, maxAttempts: 1 }), counts);
-    const dynamo = counted(new DynamoDBClient({ maxAttempts: 1 }), counts);
-    const objects = new S3ObjectStore({ client: s3, bucket: bucket.name });
-    const records = new DynamoRecordStore({ client: dynamo, table: table.name });
-    const ledger = new Ledger({ objects, records, clock: systemClock });
-    const keys = new KeyService({ records, clock: systemClock, rootKey: ROOT });
-    const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock: systemClock });
     const n = 20;
     const rows = [];
     for (const withKey of [false, true]) {
@@ -177,6 +159,6 @@ const runRequestCounts = async () => {
       '\nWrites per append: one S3 PutObject (the segment) and one DynamoDB TransactWriteItems (head + segment index [+ idempotency record]); the GetItems are the head read and, with a key, the idempotency lookup (the root key is checked in memory; a tenant key adds one GetItem).',
     );
   } finally {
-    await Promise.all([bucket.cleanup(), table.cleanup()]);
+    await aws.cleanup();
   }
 };

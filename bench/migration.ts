@@ -1,21 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { pino } from 'pino';
 import { startServer } from '../scripts/lib/server-process.js';
-import { DynamoRecordStore } from '../shared/adapters/aws/dynamo-record-store.js';
-import { S3ObjectStore } from '../shared/adapters/aws/s3-object-store.js';
 import { HefestoClient } from '../shared/client/client.js';
 import { type DurableRun, resume } from '../shared/client/harness.js';
 import type { DeltaOp } from '../shared/client/types.js';
-import { createApp } from '../shared/http/app.js';
-import { systemClock } from '../shared/ports/clock.js';
-import { KeyService } from '../shared/services/keys.js';
-import { Ledger } from '../shared/services/ledger.js';
-import { createTestBucket, createTestTable, hasAwsEmulators } from '../test/support/aws.js';
-import { type Counts, counted } from './aws-counting.js';
+import { type Counts, countingAwsApp } from './aws-counting.js';
 import { printTable } from './harness.js';
 
 /**
@@ -150,23 +140,15 @@ const byName = (counts: Counts) =>
   );
 
 const runEffectRequestCounts = async () => {
-  if (!hasAwsEmulators()) {
+  const aws = await countingAwsApp(KEY);
+  if (!aws) {
     console.log(
       '\n(S3/DynamoDB requests per effect skipped: no emulator endpoints; run via `npm run bench`.)',
     );
     return;
   }
-  const bucket = await createTestBucket();
-  const table = await createTestTable();
-  const counts: Counts = {};
+  const { app, counts } = aws;
   try {
-    const s3 = counted(new S3Client({ forcePathStyle: true, maxAttempts: 1 }), counts);
-    const dynamo = counted(new DynamoDBClient({ maxAttempts: 1 }), counts);
-    const objects = new S3ObjectStore({ client: s3, bucket: bucket.name });
-    const records = new DynamoRecordStore({ client: dynamo, table: table.name });
-    const ledger = new Ledger({ objects, records, clock: systemClock });
-    const keys = new KeyService({ records, clock: systemClock, rootKey: KEY });
-    const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock: systemClock });
     const send: typeof fetch = async (input, init) => app.request(input, init);
     const { client, http } = countingClient(send, 'http://hefesto.test');
     const n = 20;
@@ -216,6 +198,6 @@ const runEffectRequestCounts = async () => {
       '\nbegin: the effect record read and a conditional put. complete: a conditional update, then the ledger event (a segment PutObject and the commit transaction, with its idempotency lookup). A begin of a completed effect re-appends its event under the same Idempotency-Key: the lookup finds it, so it only reads.',
     );
   } finally {
-    await Promise.all([bucket.cleanup(), table.cleanup()]);
+    await aws.cleanup();
   }
 };
