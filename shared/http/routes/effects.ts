@@ -1,4 +1,5 @@
 import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import type { JsonValue } from '../../domain/canonical.js';
 import { NotFoundError } from '../../domain/errors.js';
 import type { KeyService } from '../../services/keys.js';
@@ -38,6 +39,12 @@ const leaseJson = (l: { owner: string; epoch: number; expiresAt: number; drainin
   expiresAt: new Date(l.expiresAt).toISOString(),
   draining: l.draining,
 });
+
+/** The writer's fencing token (validated by FencingHeaders on the route). */
+const fenceOf = (c: Context<AppEnv>): number | undefined => {
+  const token = c.req.header('hefesto-fencing-token');
+  return token === undefined ? undefined : Number(token);
+};
 
 const bodyOf = <T extends z.ZodType>(schema: T) => ({
   required: true,
@@ -190,6 +197,22 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     return c.json(outcome, 200);
   });
 
+  /** complete and fail: the same call with another outcome. */
+  const finish = (
+    c: Context<AppEnv>,
+    { streamId, effectKey }: { streamId: string; effectKey: string },
+    holder: string,
+    outcome: { result: JsonValue } | { error: JsonValue },
+  ) =>
+    ledger.effects.finish({
+      tenant: principalOf(c).tenant,
+      stream: streamId,
+      effectKey,
+      holder,
+      outcome,
+      fence: fenceOf(c),
+    });
+
   const finishDescription =
     'Recorded once, and as a ledger event; a repeat of the same call answers the same. Only ' +
     'the holder may finish it: otherwise 409 ErrEffectNotHeld.';
@@ -202,17 +225,14 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     responses: { 200: json(EffectResult, 'The finished effect'), ...leaseErrors },
   });
   app.openapi(complete, async (c) => {
-    const { streamId, effectKey } = c.req.valid('param');
     const req = c.req.valid('json');
-    const record = await ledger.effects.finish({
-      tenant: principalOf(c).tenant,
-      stream: streamId,
-      effectKey,
-      holder: req.holder,
-      outcome: { result: req.result as JsonValue },
-      fence: c.req.valid('header')['Hefesto-Fencing-Token'],
+    const record = await finish(c, c.req.valid('param'), req.holder, {
+      result: req.result as JsonValue,
     });
-    return c.json({ effectKey, status: record.status, result: record.result }, 200);
+    return c.json(
+      { effectKey: record.effectKey, status: record.status, result: record.result },
+      200,
+    );
   });
 
   const fail = createRoute({
@@ -224,17 +244,11 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     responses: { 200: json(EffectResult, 'The finished effect'), ...leaseErrors },
   });
   app.openapi(fail, async (c) => {
-    const { streamId, effectKey } = c.req.valid('param');
     const req = c.req.valid('json');
-    const record = await ledger.effects.finish({
-      tenant: principalOf(c).tenant,
-      stream: streamId,
-      effectKey,
-      holder: req.holder,
-      outcome: { error: req.error as JsonValue },
-      fence: c.req.valid('header')['Hefesto-Fencing-Token'],
+    const record = await finish(c, c.req.valid('param'), req.holder, {
+      error: req.error as JsonValue,
     });
-    return c.json({ effectKey, status: record.status, error: record.error }, 200);
+    return c.json({ effectKey: record.effectKey, status: record.status, error: record.error }, 200);
   });
 
   const compensate = createRoute({
