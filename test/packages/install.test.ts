@@ -219,7 +219,7 @@ describe('installable packages', () => {
         ),
       );
       expect(result).toBe('ok');
-    });
+    }, 90_000);
   });
 
   describe('an agent run by plain node from the installed packages', () => {
@@ -253,7 +253,7 @@ describe('installable packages', () => {
       });
       // observation, delta (turn 1), observation, delta (turn 2), note, observation, delta.
       expect(head.seq).toBe(7);
-    });
+    }, 60_000);
 
     it('runs the CommonJS entries with require()', async () => {
       const out = await agent('agent.cjs', 'install-cjs');
@@ -264,6 +264,6 @@ describe('installable packages', () => {
         harnessDigest: out.stateDigest,
         local: { ok: true },
       });
-    });
+    }, 60_000);
   });
 });
