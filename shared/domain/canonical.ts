@@ -1,8 +1,17 @@
 import canonicalize from 'canonicalize';
-import type { JsonValue } from '../ports/record-store.js';
 import { InvalidInputError } from './errors.js';
 
-export type { JsonValue };
+/**
+ * A JSON value. Defined here, in the domain, so that the client package (which ships this
+ * file) depends on no port; the RecordStore port re-exports it.
+ */
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonValue[]
+  | { [key: string]: JsonValue };
 
 /**
  * RFC 8785 (JCS) canonical JSON, the one encoding of payloads and state that is hashed.

@@ -18,13 +18,9 @@
  * - `query` returns a partition's items in ascending `sk` order, strictly after `after`.
  */
 
-export type JsonValue =
-  | string
-  | number
-  | boolean
-  | null
-  | JsonValue[]
-  | { [key: string]: JsonValue };
+import type { JsonValue } from '../domain/canonical.js';
+
+export type { JsonValue };
 
 export type Scalar = string | number | boolean;
 

@@ -1,0 +1,25 @@
+/**
+ * `@hefesto/client`: the Hefesto SDK (every route, retries, idempotency keys, client-side
+ * chain verification) and the durable harness (`resume`: observations recorded and replayed,
+ * exactly-once effects, checkpoints, leases).
+ *
+ * This file is the package's only entry: the sources stay in `shared/client` and
+ * `shared/domain` (the pure hashing, canonical encoding, verification and state code they
+ * use); `scripts/pack.ts` compiles them from here. `export *` so that what `shared/client`
+ * adds is published without a second list to keep in step.
+ *
+ * @example
+ * ```ts
+ * import { HefestoClient, resume } from '@hefesto/client';
+ *
+ * const client = new HefestoClient({ baseUrl: 'http://localhost:8787', apiKey, verify: true });
+ * const run = await resume(client, 'ticket-4711');
+ * await run.checkpoint([{ op: 'set', path: '/status', value: 'open' }]);
+ * ```
+ */
+
+export * from '../../../shared/client/client.js';
+export * from '../../../shared/client/errors.js';
+export * from '../../../shared/client/harness.js';
+export type { RetryPolicy } from '../../../shared/client/http.js';
+export * from '../../../shared/client/types.js';

@@ -1,0 +1,124 @@
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { transformSync } from 'esbuild';
+
+/**
+ * `npm run pack`: builds the installable packages and writes their tarballs,
+ * `dist/packages/hefesto-client-<version>.tgz` and `dist/packages/hefesto-langgraph-<version>.tgz`.
+ *
+ * Per package, in order (client first: the langgraph build resolves `@hefesto/client` to the
+ * client's fresh .d.ts):
+ *   1. `tsc -p packages/<name>/tsconfig.build.json`: per-file ES modules + .d.ts from the
+ *      repository's sources into `dist/packages/build/<name>/esm` (a type error stops here);
+ *   2. each of those .js files transformed to CommonJS by esbuild into `.../cjs`, the .d.ts
+ *      copied beside them, and `cjs/package.json` says `"type": "commonjs"` (so Node and
+ *      TypeScript read that tree as CommonJS);
+ *   3. `package.json` from the template `packages/<name>/package.json`, with the versions
+ *      taken from the root package.json (the one place they are set):
+ *        - `$version` in any string: the root's `version`;
+ *        - a top-level field whose value is `$root` (e.g. `engines`): the root's field;
+ *        - `$root` in a dependency range: the root's pinned version of that dependency;
+ *      and the package's README.md;
+ *   4. `npm pack --pack-destination dist/packages`.
+ * The build directory is removed first, so a source file no longer imported leaves the
+ * package too. Prints the tarballs' paths, one a line.
+ */
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BUILD = join(ROOT, 'dist/packages/build');
+const OUT = join(ROOT, 'dist/packages');
+const PACKAGES = ['client', 'langgraph'] as const;
+const DEPENDENCY_FIELDS = ['dependencies', 'peerDependencies', 'optionalDependencies'] as const;
+
+type Manifest = Record<string, unknown> & {
+  version: string;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+};
+
+const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, 'utf8')) as T;
+
+const filesUnder = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name));
+
+/** Step 3: the template with the root's versions filled in; throws on a version it lacks. */
+export const stampManifest = (template: Record<string, unknown>, root: Manifest) => {
+  const pinned = { ...root.devDependencies, ...root.dependencies };
+  const out: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(template)) {
+    if (value === '$root') {
+      if (root[field] === undefined) throw new Error(`root package.json has no "${field}"`);
+      out[field] = root[field];
+    } else if ((DEPENDENCY_FIELDS as readonly string[]).includes(field)) {
+      const ranges: Record<string, string> = {};
+      for (const [name, range] of Object.entries(value as Record<string, string>)) {
+        const version = pinned[name];
+        if (range.includes('$root') && version === undefined)
+          throw new Error(`root package.json does not pin ${name}`);
+        ranges[name] = range
+          .replaceAll('$version', root.version)
+          .replaceAll('$root', version ?? '');
+      }
+      out[field] = ranges;
+    } else {
+      out[field] = JSON.parse(JSON.stringify(value).replaceAll('$version', root.version));
+    }
+  }
+  return out;
+};
+
+/** Step 2: the CommonJS tree beside the ES one. */
+const writeCommonJs = (esm: string, cjs: string) => {
+  for (const file of filesUnder(esm)) {
+    const target = join(cjs, relative(esm, file));
+    mkdirSync(dirname(target), { recursive: true });
+    if (file.endsWith('.d.ts')) {
+      copyFileSync(file, target);
+    } else if (file.endsWith('.js')) {
+      const { code } = transformSync(readFileSync(file, 'utf8'), {
+        format: 'cjs',
+        platform: 'node',
+        target: 'node20',
+        sourcefile: relative(esm, file),
+      });
+      writeFileSync(target, code);
+    }
+  }
+  writeFileSync(join(cjs, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
+};
+
+const buildPackage = (name: (typeof PACKAGES)[number], root: Manifest): string => {
+  const source = join(ROOT, 'packages', name);
+  const staged = join(BUILD, name);
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(source, 'tsconfig.build.json')], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  writeCommonJs(join(staged, 'esm'), join(staged, 'cjs'));
+  const manifest = stampManifest(readJson(join(source, 'package.json')), root);
+  writeFileSync(join(staged, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  copyFileSync(join(source, 'README.md'), join(staged, 'README.md'));
+  const packed = execFileSync(
+    'npm',
+    ['pack', staged, '--pack-destination', OUT, '--json', '--ignore-scripts'],
+    { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const [info] = JSON.parse(packed) as Array<{ filename: string }>;
+  if (!info) throw new Error(`npm pack wrote nothing for ${name}`);
+  return join(OUT, info.filename);
+};
+
+const main = () => {
+  const root = readJson<Manifest>(join(ROOT, 'package.json'));
+  rmSync(BUILD, { recursive: true, force: true });
+  mkdirSync(OUT, { recursive: true });
+  for (const name of PACKAGES) process.stdout.write(`${buildPackage(name, root)}\n`);
+};
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) main();

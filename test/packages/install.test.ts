@@ -1,0 +1,269 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import {
+  dependencyTree,
+  importGraph,
+  isServerModule,
+  packageFiles,
+  readManifest,
+} from './package-graph.js';
+
+/**
+ * The installable packages as a user gets them: `npm run pack` builds the tarballs, a fresh
+ * project outside the repository installs them (their runtime dependencies from the npm
+ * cache or the registry), and plain `node` runs an agent from that project against the
+ * embedded server. Nothing in the project may reach the repository's files: a package that
+ * works only inside the repository fails here.
+ */
+
+const run = promisify(execFile);
+const REPO = join(import.meta.dirname, '../..');
+const FIXTURES = join(import.meta.dirname, 'fixtures');
+const ROOT = readManifest(REPO) as ReturnType<typeof readManifest> & {
+  devDependencies: Record<string, string>;
+};
+const VERSION = ROOT.version;
+const TARBALLS = [
+  join(REPO, `dist/packages/hefesto-client-${VERSION}.tgz`),
+  join(REPO, `dist/packages/hefesto-langgraph-${VERSION}.tgz`),
+];
+
+/** A child's environment with nothing of this process's tooling: no loader, no npm run. */
+const outsideEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    const keep = !k.startsWith('npm_') || k === 'npm_config_cache' || k === 'npm_config_registry';
+    if (keep && k !== 'NODE_OPTIONS' && k !== 'NODE_PATH') env[k] = v;
+  }
+  return { ...env, ...extra };
+};
+
+/**
+ * TypeScript consumers of the installed types. Each has an error that exists only if the
+ * types are real: with types resolved to `any`, its @ts-expect-error is unused and fails.
+ * (Kept here, not as .mts/.cts files, so the repository's own typecheck does not read them.)
+ */
+const CONSUMERS = {
+  'consumer.mts': `import { HefestoClient, resume, type StateResult } from '@hefesto/client';
+const client = new HefestoClient({ baseUrl: 'http://localhost:8787', apiKey: 'key' });
+const state: Promise<StateResult> = client.getState('run-1');
+void state;
+void resume(client, 'run-1');
+// @ts-expect-error -- append needs a stream id and events
+void client.append();
+`,
+  'consumer.cts': `import hefesto = require('@hefesto/client');
+const client = new hefesto.HefestoClient({ baseUrl: 'http://localhost:8787', apiKey: 'key' });
+const state: Promise<hefesto.StateResult> = client.getState('run-1');
+void state;
+// @ts-expect-error -- getState needs a stream id
+void client.getState();
+`,
+};
+
+/** The URL and the first API key the server prints on its first start. */
+const printed = async (server: ServerProcess): Promise<{ url: string; key: string }> => {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const out = server.output();
+    const url = /Hefesto listening on (http:\/\/\S+)/.exec(out)?.[1];
+    const key = /It is shown only this once; keep it:\n\s+(\S+)/.exec(out)?.[1];
+    if (url && key) return { url, key };
+    if (Date.now() > deadline) throw new Error(`no URL and key printed:\n${out}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+const timings: Record<string, number> = {};
+const timed = async <T>(phase: string, step: () => Promise<T>): Promise<T> => {
+  const started = performance.now();
+  try {
+    return await step();
+  } finally {
+    timings[phase] = Math.round(performance.now() - started);
+  }
+};
+
+describe('installable packages', () => {
+  const project = mkdtempSync(join(tmpdir(), 'hefesto-install-'));
+  const dataDir = mkdtempSync(join(tmpdir(), 'hefesto-install-data-'));
+  let server: ServerProcess | undefined;
+  let api = { url: '', key: '' };
+  let packed: string[] = [];
+
+  beforeAll(async () => {
+    const pack = await timed('npm run pack', () =>
+      run('npm', ['run', '--silent', 'pack'], { cwd: REPO, env: outsideEnv() }),
+    );
+    packed = pack.stdout.trim().split('\n');
+    writeFileSync(
+      join(project, 'package.json'),
+      `${JSON.stringify({ name: 'hefesto-install-check', private: true, type: 'module' })}\n`,
+    );
+    const flags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+    await timed('npm install', () =>
+      run('npm', ['install', ...flags, ...TARBALLS], { cwd: project, env: outsideEnv() }),
+    );
+    for (const f of ['agent.mjs', 'agent.cjs']) copyFileSync(join(FIXTURES, f), join(project, f));
+    server = await timed('server start', () =>
+      startServer({ HEFESTO_DATA_DIR: dataDir, HEFESTO_API_KEY: '' }),
+    );
+    api = await printed(server);
+  }, 180_000);
+
+  afterAll(() => {
+    server?.child.kill('SIGKILL');
+    rmSync(project, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
+    console.info(`[install.test] ms per phase: ${JSON.stringify(timings)}`);
+  });
+
+  it('installs in a project outside the repository', () => {
+    expect(relative(REPO, project).startsWith('..')).toBe(true);
+    expect(existsSync(join(project, 'node_modules/@hefesto/client/package.json'))).toBe(true);
+  });
+
+  describe('npm run pack', () => {
+    it('writes hefesto-client-<version>.tgz and hefesto-langgraph-<version>.tgz', () => {
+      expect(packed).toEqual(TARBALLS);
+      for (const tarball of TARBALLS) expect(existsSync(tarball)).toBe(true);
+    });
+
+    it("stamps the root package.json's versions into both packages", () => {
+      const client = readManifest(join(project, 'node_modules/@hefesto/client'));
+      const langgraph = readManifest(join(project, 'node_modules/@hefesto/langgraph'));
+      expect(client.version).toBe(VERSION);
+      expect(langgraph.version).toBe(VERSION);
+      expect(client.dependencies).toEqual({
+        canonicalize: ROOT.dependencies?.canonicalize,
+        'fast-json-patch': ROOT.dependencies?.['fast-json-patch'],
+      });
+      expect(langgraph.dependencies).toEqual({ '@hefesto/client': VERSION });
+      expect(langgraph.peerDependencies).toEqual({
+        '@langchain/langgraph-checkpoint': `^${ROOT.devDependencies['@langchain/langgraph-checkpoint']}`,
+      });
+    });
+  });
+
+  describe('@hefesto/client', () => {
+    it('ships only the SDK, the harness and the domain code they use', () => {
+      const files = packageFiles(join(project, 'node_modules/@hefesto/client'));
+      const allowed =
+        /^(package\.json|README\.md|cjs\/package\.json|(esm|cjs)\/(shared\/(client|domain)|packages\/client\/src)\/[a-z-]+\.(js|d\.ts))$/;
+      expect(files.filter((f) => !allowed.test(f))).toEqual([]);
+      expect(files).toContain('esm/shared/client/harness.js');
+      expect(files).toContain('cjs/shared/client/harness.d.ts');
+    });
+
+    it('depends on no server package', () => {
+      const tree = dependencyTree(project, ['@hefesto/langgraph', '@hefesto/client']);
+      expect(tree.filter(isServerModule)).toEqual([]);
+      expect(tree).toEqual([
+        '@hefesto/client',
+        '@hefesto/langgraph',
+        'canonicalize',
+        'fast-json-patch',
+      ]);
+    });
+
+    for (const format of ['esm', 'cjs'] as const) {
+      it(`loads no server module from either entry (${format})`, async () => {
+        // The peers (LangChain) are the user's own stack: left out of the graph.
+        const graph = await importGraph(
+          project,
+          ['@hefesto/client', '@hefesto/langgraph'],
+          format,
+          ['@langchain/*'],
+        );
+        expect(graph.files.filter(isServerModule)).toEqual([]);
+        expect(graph.external.filter(isServerModule)).toEqual([]);
+        const ours = new RegExp(
+          `^node_modules/(@hefesto/(client|langgraph)/${format}/|canonicalize/|fast-json-patch/)`,
+        );
+        expect(graph.files.filter((f) => !ours.test(f))).toEqual([]);
+        expect(graph.external.filter((x) => !/^node:|^@langchain\//.test(x))).toEqual([]);
+        expect(graph.files).toContain(
+          `node_modules/@hefesto/client/${format}/shared/client/client.js`,
+        );
+      });
+    }
+
+    it('type-checks a TypeScript consumer against the installed types (ESM and CommonJS)', async () => {
+      for (const [file, text] of Object.entries(CONSUMERS))
+        writeFileSync(join(project, file), text);
+      writeFileSync(
+        join(project, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            noEmit: true,
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            target: 'es2022',
+            types: [],
+          },
+          files: Object.keys(CONSUMERS),
+        }),
+      );
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      const result = await timed('tsc consumer', () =>
+        run(process.execPath, [tsc, '-p', project], { cwd: project, env: outsideEnv() }).then(
+          () => 'ok',
+          (err: { stdout?: string }) => err.stdout ?? String(err),
+        ),
+      );
+      expect(result).toBe('ok');
+    }, 90_000);
+  });
+
+  describe('an agent run by plain node from the installed packages', () => {
+    const agent = async (file: string, stream: string) => {
+      const env = outsideEnv({ HEFESTO_URL: api.url, HEFESTO_KEY: api.key, STREAM: stream });
+      const { stdout } = await timed(file, () =>
+        run(process.execPath, [file], { cwd: project, env }),
+      );
+      return JSON.parse(stdout) as Record<string, unknown>;
+    };
+
+    it('resumes, appends, checkpoints, replays, reads the state and verifies (ESM)', async () => {
+      const out = await agent('agent.mjs', 'install-esm');
+      const head = out.head as { seq: number; hash: string };
+      expect(out).toMatchObject({
+        langgraphExports: [],
+        resumedAt: 3,
+        callsBeforeReplay: 3,
+        modelCalls: 3,
+        replayTurn: 4,
+        replayDigest: out.stateDigest,
+        noteSeq: 5,
+        stale: 'ErrDivergenceDetected',
+        state: {
+          t1: { role: 'assistant', text: 'answer 1' },
+          t2: { role: 'assistant', text: 'answer 2' },
+          t3: { role: 'assistant', text: 'answer 3' },
+        },
+        local: { ok: true, seq: head.seq, hash: head.hash },
+        server: { ok: true, seq: head.seq, hash: head.hash },
+      });
+      // observation, delta (turn 1), observation, delta (turn 2), note, observation, delta.
+      expect(head.seq).toBe(7);
+    }, 60_000);
+
+    it('runs the CommonJS entries with require()', async () => {
+      const out = await agent('agent.cjs', 'install-cjs');
+      expect(out).toMatchObject({
+        langgraphExports: [],
+        turn: 3,
+        state: { list: ['a', 'b'] },
+        harnessDigest: out.stateDigest,
+        local: { ok: true },
+      });
+    }, 60_000);
+  });
+});
