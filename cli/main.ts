@@ -56,7 +56,7 @@ const GLOBAL_HELP = `global options:
   --tenant T     keys create: the new key's tenant. Elsewhere not needed: the CLI asks the
                  server for the key's tenant (a different --tenant is refused). Offline
                  (verify-file) the tenant the file must belong to (env HEFESTO_TENANT;
-                 default ${DEFAULT_TENANT} for a server that cannot say)
+                 a server too old to say: default "${DEFAULT_TENANT}")
   --json         machine-readable output; an error is one JSON object on stderr,
                  {"error":{"code","message",...}}
   -h, --help     this help, or a command's`;

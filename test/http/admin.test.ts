@@ -163,6 +163,22 @@ describe.each(allStores.filter((f) => f.enabled))(
         expect(await again.json()).toMatchObject({ examined: 0 });
       });
 
+      it('answers what the OpenAPI document says, as whoami does', async () => {
+        const doc = (await (await request('/v1/openapi.json', undefined)).json()) as {
+          components: { schemas: Record<string, { properties: Record<string, unknown> }> };
+        };
+        const documented = (name: string) =>
+          Object.keys(doc.components.schemas[name]?.properties ?? {}).sort();
+
+        const res = await request('/v1/admin/compact', operator, undefined, 'POST');
+        const report = (await res.json()) as object;
+
+        expect(Object.keys(report).sort()).toEqual(documented('CompactionReport'));
+        expect(Object.keys((await whoami(operator)) as object).sort()).toEqual(
+          documented('WhoAmI'),
+        );
+      });
+
       it('refuses a tenant admin (403) and a missing key (401), compacting nothing', async () => {
         const acmeAdmin = (await keyOf(await createKey(operator, 'acme', ['admin', 'write']))).key;
         for (let i = 0; i < 4; i++) {
