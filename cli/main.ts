@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { HefestoApiError } from '../shared/client/errors.js';
+import { HefestoApiError, type Problem } from '../shared/client/errors.js';
+import { HefestoError } from '../shared/domain/errors.js';
 import type { Command, Options, Values } from './command.js';
 import { compact } from './commands/compact.js';
 import { eventsTail } from './commands/events.js';
@@ -10,6 +11,7 @@ import { stateGet } from './commands/state.js';
 import { streamsGet } from './commands/streams.js';
 import { verify } from './commands/verify.js';
 import { verifyFile } from './commands/verify-file.js';
+import { whoami } from './commands/whoami.js';
 import {
   CliError,
   createContext,
@@ -37,6 +39,7 @@ export const COMMANDS: Command[] = [
   verifyFile,
   importFile,
   compact,
+  whoami,
 ];
 
 const GLOBAL: Options = {
@@ -50,9 +53,12 @@ const GLOBAL: Options = {
 const GLOBAL_HELP = `global options:
   --url URL      the Hefesto API (env HEFESTO_URL, default ${DEFAULT_URL})
   --key KEY      API key (env HEFESTO_KEY; prefer the variable: flags show in ps)
-  --tenant T     the key's tenant, which chains are bound to (env HEFESTO_TENANT,
-                 default ${DEFAULT_TENANT}); for verify --local, export, events tail --verify
-  --json         machine-readable output
+  --tenant T     keys create: the new key's tenant. Elsewhere not needed: the CLI asks the
+                 server for the key's tenant (a different --tenant is refused). Offline
+                 (verify-file) the tenant the file must belong to (env HEFESTO_TENANT;
+                 a server too old to say: default "${DEFAULT_TENANT}")
+  --json         machine-readable output; an error is one JSON object on stderr,
+                 {"error":{"code","message",...}}
   -h, --help     this help, or a command's`;
 
 /** Words of `text` in lines of at most `width` characters, each starting with `indent`. */
@@ -142,11 +148,14 @@ const dispatch = async (argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise
       `${command.name} takes ${expected}, got ${args.length === 0 ? 'none' : args.join(' ')}`,
     );
   }
-  const ctx = createContext(settingsOf(values, env), io);
+  const ctx = createContext(settingsOf(values, env), io, env);
   return command.run(ctx, args, values);
 };
 
-/** The innermost cause's message, e.g. `connect ECONNREFUSED 127.0.0.1:8787` under `fetch failed`. */
+/**
+ * The innermost cause's message, e.g. `connect ECONNREFUSED 127.0.0.1:8787` under `fetch
+ * failed`; nothing when the message already says it.
+ */
 const rootCause = (err: unknown): string | undefined => {
   let cause = err instanceof Error ? err.cause : undefined;
   let message: string | undefined;
@@ -154,7 +163,32 @@ const rootCause = (err: unknown): string | undefined => {
     message = cause.message;
     cause = cause.cause;
   }
-  return message;
+  return message !== undefined && err instanceof Error && err.message.includes(message)
+    ? undefined
+    : message;
+};
+
+/** The stable code and exit status of a failure: our own, the server's, the domain's. */
+const codeOf = (err: unknown): [code: string, exitCode: number] => {
+  if (err instanceof CliError) return [err.code, err.exitCode];
+  if (err instanceof HefestoApiError || err instanceof HefestoError) return [err.code, 1];
+  return ['ErrInternal', 1];
+};
+
+/** Problem members worth passing on in a JSON error (e.g. `currentSeq`, `stateDigest`). */
+const problemExtras = (err: unknown): Record<string, unknown> => {
+  if (!(err instanceof HefestoApiError)) return {};
+  const problem: Problem = err.problem ?? { status: err.status, code: err.code };
+  const {
+    type: _t,
+    title: _ti,
+    detail: _d,
+    code: _c,
+    status: _s,
+    instance: _i,
+    ...extras
+  } = problem;
+  return err.status > 0 ? { status: err.status, ...extras } : extras;
 };
 
 /** Never let the key reach a terminal or a log through an error message. */
@@ -162,8 +196,9 @@ const redact = (text: string, key: string | undefined): string =>
   key && key.length >= 4 ? text.split(key).join('***') : text;
 
 /**
- * Runs the CLI; resolves with the exit status. Errors are printed as one line,
- * `error: CODE: message`, on stderr.
+ * Runs the CLI; resolves with the exit status. Errors are printed on stderr as one line,
+ * `error: CODE: message`, or with --json as one JSON object,
+ * `{"error":{"code":CODE,"message":...,"status":HTTP status,...problem members}}`.
  *
  * @example
  * ```ts
@@ -178,16 +213,17 @@ export const runCli = async (
   try {
     return await dispatch(argv, env, io);
   } catch (err) {
-    const [code, exitCode] =
-      err instanceof CliError
-        ? [err.code, err.exitCode]
-        : err instanceof HefestoApiError
-          ? [err.code, 1]
-          : ['ErrInternal', 1];
+    const [code, exitCode] = codeOf(err);
     const cause = err instanceof CliError ? undefined : rootCause(err);
     const message = `${err instanceof Error ? err.message : String(err)}${cause ? ` (${cause})` : ''}`;
-    const key = parseArgs({ args: argv, options: GLOBAL, strict: false }).values.key;
-    const secret = typeof key === 'string' ? key : env.HEFESTO_KEY;
+    // Read leniently: the failure may be that the command line did not parse.
+    const { values } = parseArgs({ args: argv, options: GLOBAL, strict: false });
+    const secret = typeof values.key === 'string' ? values.key : env.HEFESTO_KEY;
+    if (values.json === true) {
+      const error = { code, message, ...problemExtras(err) };
+      io.stderr.write(`${redact(JSON.stringify({ error }), secret)}\n`);
+      return exitCode;
+    }
     io.stderr.write(`${redact(`error: ${code}: ${message}`, secret)}\n`);
     if (exitCode === 2) io.stderr.write("run 'hefesto --help' for usage\n");
     return exitCode;

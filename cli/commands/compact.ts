@@ -1,21 +1,79 @@
-import { runCompaction } from '../../functions/wiring/run-compaction.js';
+import {
+  type OpenStores,
+  openCompactionStores,
+  runCompaction,
+} from '../../functions/wiring/run-compaction.js';
 import { parseSettings } from '../../shared/config/settings.js';
-import type { Command } from '../command.js';
+import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
+import type { CompactionReport } from '../../shared/services/compactor.js';
+import { type Command, flagOption } from '../command.js';
+import { CliError, type Context } from '../context.js';
 
 /**
- * `hefesto compact`: one compaction and retention pass now, on the stores the server
- * settings name (S3 + DynamoDB with HEFESTO_BUCKET and HEFESTO_TABLE, else the embedded data
- * directory HEFESTO_DATA_DIR, which a running server owns and compacts on its own timer).
+ * `hefesto compact`: one compaction and retention pass now.
+ *
+ * 1. With --server: the server at --url runs it (`POST /v1/admin/compact`, operator key).
+ * 2. Else on the stores the server settings name: S3 + DynamoDB with HEFESTO_BUCKET and
+ *    HEFESTO_TABLE, else the embedded data directory HEFESTO_DATA_DIR (default ./.hefesto),
+ *    which must exist (ErrDataDirNotFound; nothing is created).
+ * 3. A data directory a running server owns: with a key, that server is asked as in 1 (the
+ *    server at --url: the CLI cannot tell which URL the owner serves); without one,
+ *    ErrDataDirInUse.
  */
+
+/** A pass can take the server's whole run budget (HEFESTO_COMPACT_MAX_RUN_MS, up to 1 h). */
+const SERVER_PASS_TIMEOUT_MS = 3_600_000 + 60_000;
+
+const askServer = async (ctx: Context): Promise<CompactionReport> =>
+  (
+    await ctx
+      .transport({ timeoutMs: SERVER_PASS_TIMEOUT_MS })
+      // Repeatable: a pass is idempotent, so a lost reply may be retried.
+      .call<CompactionReport>('POST', '/v1/admin/compact', { repeatable: true })
+  ).body;
+
+const openLocal = async (ctx: Context): Promise<OpenStores | 'ask-server'> => {
+  const settings = parseSettings(ctx.env);
+  try {
+    return await openCompactionStores(settings);
+  } catch (err) {
+    if (err instanceof DataDirNotFoundError) {
+      throw new CliError(
+        'ErrDataDirNotFound',
+        `${err.message}: set HEFESTO_DATA_DIR to the server's data directory (nothing was ` +
+          'created), or pass --server to ask the server at --url',
+      );
+    }
+    if (!(err instanceof DataDirInUseError)) throw err;
+    if (ctx.settings.key === undefined || ctx.settings.key === '') {
+      throw new CliError(
+        'ErrDataDirInUse',
+        `${err.message}, which compacts it on its own timer (HEFESTO_COMPACT_INTERVAL_MS): ` +
+          'pass --key (or HEFESTO_KEY) with the operator key to have it run a pass now, or ' +
+          'stop it to compact from here',
+      );
+    }
+    ctx.stderr.write(`${err.message}: asking the server at ${ctx.settings.url} to compact\n`);
+    return 'ask-server';
+  }
+};
+
 export const compact: Command = {
   name: 'compact',
-  usage: '',
+  usage: '[--server]',
   summary:
-    'run one compaction and retention pass now on the stores of the server settings (HEFESTO_DATA_DIR, or HEFESTO_BUCKET + HEFESTO_TABLE); prints its report line',
+    'run one compaction and retention pass now, on the stores of the server settings ' +
+    '(HEFESTO_DATA_DIR, which must exist, or HEFESTO_BUCKET + HEFESTO_TABLE); a data directory ' +
+    'a running server owns, or --server, has the server at --url run it (operator key); ' +
+    'prints its report line',
   args: [],
-  options: {},
-  run: async (ctx) => {
-    const report = await runCompaction(parseSettings(process.env));
+  options: { server: { type: 'boolean' } },
+  run: async (ctx, _args, values) => {
+    const local = flagOption(values, 'server') ? 'ask-server' : await openLocal(ctx);
+    const report =
+      local === 'ask-server'
+        ? await askServer(ctx)
+        : await runCompaction(parseSettings(ctx.env), local);
     await ctx.print(JSON.stringify(report));
     return report.errors > 0 ? 1 : 0;
   },

@@ -27,7 +27,7 @@ export const eventsTail: Command = {
   usage: 'STREAM [--from N] [--type T] [--follow [--interval MS]] [--verify]',
   summary:
     'events as NDJSON, one per line, from seq N (default 1); --follow polls for new ones ' +
-    'until Ctrl-C; --verify checks the chain here (from genesis: needs --tenant)',
+    "until Ctrl-C; --verify checks the chain here (from genesis, bound to the key's tenant)",
   args: ['STREAM'],
   options: {
     from: { type: 'string' },
@@ -37,7 +37,10 @@ export const eventsTail: Command = {
     verify: { type: 'boolean' },
   },
   run: async (ctx, [stream = ''], values) => {
-    const client = ctx.client({ verify: flagOption(values, 'verify') });
+    const verify = flagOption(values, 'verify');
+    // Verifying from genesis needs the chain's tenant: the key's.
+    const tenant = verify ? (await ctx.tenant()).tenant : undefined;
+    const client = ctx.client({ verify, tenant });
     const follow = flagOption(values, 'follow');
     const interrupt = follow ? interruptSignal() : undefined;
     try {

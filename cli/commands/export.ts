@@ -18,8 +18,9 @@ export const exportStream: Command = {
   args: ['STREAM'],
   options: { out: { type: 'string' } },
   run: async (ctx, [stream = ''], values) => {
-    const client = ctx.client();
-    const { tenant } = ctx.settings;
+    const keyTenant = await ctx.tenant();
+    const { tenant } = keyTenant;
+    const client = ctx.client({ tenant });
     const head = await client.getStream(stream);
     const header: ExportHeader = {
       format: EXPORT_FORMAT,
@@ -47,7 +48,7 @@ export const exportStream: Command = {
         }
         const result = verifyEvents(events as never, point);
         if (!result.ok) {
-          const hint = tenantHint(result.firstBadSeq, tenant);
+          const hint = tenantHint(result.firstBadSeq, keyTenant);
           throw new ClientVerificationError(result.firstBadSeq, `${result.reason}${hint}`);
         }
         await sink.write(events.map((e) => `${eventLine(e)}\n`).join(''));

@@ -17,7 +17,9 @@ const parseScopes = (text: string | undefined): Scope[] => {
 export const keysCreate: Command = {
   name: 'keys create',
   usage: '--scopes read,write[,admin] [--tenant T]',
-  summary: "create an API key (admin scope); --tenant defaults to the caller's tenant",
+  summary:
+    "create an API key (admin scope); --tenant defaults to the caller's tenant, another " +
+    'tenant needs the operator key (printed at the first start) or the root key',
   args: [],
   options: { scopes: { type: 'string' } },
   run: async (ctx, _args, values) => {

@@ -15,19 +15,23 @@ export const verify: Command = {
   usage: 'STREAM [--local]',
   summary:
     "verify a stream's hash chain: on the server, or with --local here, from genesis " +
-    '(trusting neither server nor storage; needs the right --tenant)',
+    "(trusting neither server nor storage; the chain's tenant is the key's)",
   args: ['STREAM'],
   options: { local: { type: 'boolean' } },
   run: async (ctx, [stream = ''], values) => {
-    const client = ctx.client();
-    if (!flagOption(values, 'local')) return report(ctx, stream, await client.verify(stream), '');
+    if (!flagOption(values, 'local')) {
+      return report(ctx, stream, await ctx.client().verify(stream), '');
+    }
+    // From genesis, which is bound to the tenant: the key's, as the server says.
+    const tenant = await ctx.tenant();
+    const client = ctx.client({ tenant: tenant.tenant });
     let progress: Progress | undefined;
     const result = await client.verifyLocally(stream, (seq, of) => {
       progress ??= new Progress({ label: `verify ${stream}`, total: of, stream: ctx.stderr });
       progress.update(seq, of);
     });
     progress?.finish(result.ok ? 'ok' : 'bad');
-    const hint = result.ok ? '' : tenantHint(result.firstBadSeq, ctx.settings.tenant);
+    const hint = result.ok ? '' : tenantHint(result.firstBadSeq, tenant);
     return report(ctx, stream, result, hint);
   },
 };

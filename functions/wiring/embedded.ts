@@ -16,7 +16,7 @@ export interface Embedded {
   app: OpenAPIHono<AppEnv>;
   keys: KeyService;
   logger: Logger;
-  /** Compaction and retention over the same stores (run by the server's timer). */
+  /** Compaction and retention over the same stores (the server's timer, POST /v1/admin/compact). */
   compactor: Compactor;
   /** Releases the data directory and closes the database. */
   close(): void;
@@ -47,11 +47,11 @@ export const createEmbedded = (settings: Settings): Embedded => {
     },
   );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
-  const app = createApp({ ledger, keys, logger, clock, limits: settings.limits });
   const compactor = createCompactor(
     { objects, records, clock, states: ledger.states, logger },
     settings,
   );
+  const app = createApp({ ledger, keys, logger, clock, limits: settings.limits, compactor });
   return {
     app,
     keys,

@@ -1,11 +1,16 @@
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import type { Settings } from '../../shared/config/settings.js';
-import { UnavailableError } from '../../shared/domain/errors.js';
+import {
+  DataDirInUseError,
+  DataDirNotFoundError,
+  UnavailableError,
+} from '../../shared/domain/errors.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
@@ -16,13 +21,17 @@ import { compactionLedgerSettings, createCompactor, runAndLog } from './compacti
 /**
  * One compaction pass now, from the command line (`npx tsx scripts/compact.ts`, and the CLI's
  * `hefesto compact`): on S3 + DynamoDB when HEFESTO_BUCKET and HEFESTO_TABLE are set, else on
- * the embedded data directory (HEFESTO_DATA_DIR). A running embedded server owns its data
- * directory and compacts on its own timer; then this refuses, saying so.
+ * the embedded data directory (HEFESTO_DATA_DIR). A data directory that does not exist is
+ * refused (DataDirNotFoundError), never created; one a running embedded server owns is
+ * refused with DataDirInUseError (the CLI then asks that server, POST /v1/admin/compact).
  */
-export const runCompaction = async (settings: Settings): Promise<CompactionReport> => {
+export const runCompaction = async (
+  settings: Settings,
+  opened?: OpenStores,
+): Promise<CompactionReport> => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
-  const stores = await openStores(settings);
+  const stores = opened ?? (await openCompactionStores(settings));
   try {
     const ledger = new Ledger(
       { objects: stores.objects, records: stores.records, clock },
@@ -38,13 +47,14 @@ export const runCompaction = async (settings: Settings): Promise<CompactionRepor
   }
 };
 
-interface OpenStores {
+export interface OpenStores {
   objects: ObjectStore;
   records: RecordStore;
   close(): void;
 }
 
-const openStores = async (settings: Settings): Promise<OpenStores> => {
+/** The stores a pass runs on (see runCompaction); the caller closes them. */
+export const openCompactionStores = async (settings: Settings): Promise<OpenStores> => {
   if (settings.bucket !== undefined && settings.table !== undefined) {
     const { S3Client } = await import('@aws-sdk/client-s3');
     const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
@@ -59,19 +69,20 @@ const openStores = async (settings: Settings): Promise<OpenStores> => {
       },
     };
   }
+  // The local store creates its directory: a mistyped or unset HEFESTO_DATA_DIR would get an
+  // empty one and a pass that reports nothing done.
+  const dir = resolve(settings.dataDir);
+  if (!existsSync(dir)) throw new DataDirNotFoundError(dir);
   let objects: LocalObjectStore;
   try {
-    objects = new LocalObjectStore({ dir: settings.dataDir });
+    objects = new LocalObjectStore({ dir });
   } catch (err) {
+    // Its one UnavailableError: the directory lock is held.
     if (!(err instanceof UnavailableError)) throw err;
-    throw new UnavailableError(
-      `${err.message}: a running server compacts its data directory itself ` +
-        '(HEFESTO_COMPACT_INTERVAL_MS); stop it to compact from the command line',
-      { cause: err },
-    );
+    throw new DataDirInUseError(dir, { cause: err });
   }
   try {
-    const records = new LocalRecordStore({ path: join(settings.dataDir, 'records.sqlite') });
+    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
     return {
       objects,
       records,

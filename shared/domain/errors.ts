@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'ErrUnsupportedMediaType'
   | 'ErrUnauthorized'
   | 'ErrForbidden'
+  | 'ErrMethodNotAllowed'
   | 'ErrInternal';
 
 export interface HefestoErrorOptions {
@@ -107,11 +108,33 @@ export class InvalidFormatError extends HefestoError {
 export class DivergenceError extends HefestoError {
   readonly seq: number | undefined;
   readonly expectedDigest: string | undefined;
+  /**
+   * The stream's head when a checkpoint's baseDigest was stale: what a retry builds on, sent
+   * in the problem body so that a client need not read the stream again.
+   */
+  readonly current: { seq: number; stateDigest: string } | undefined;
 
-  constructor(message: string, seq?: number, expectedDigest?: string) {
+  constructor(
+    message: string,
+    seq?: number,
+    expectedDigest?: string,
+    current?: { seq: number; stateDigest: string },
+  ) {
     super('ErrDivergenceDetected', message);
     this.seq = seq;
     this.expectedDigest = expectedDigest;
+    this.current = current;
+  }
+
+  /** A checkpoint's baseDigest is not the state digest of the stream's head. */
+  static staleBase(head: { seq: number; stateDigest: string }): DivergenceError {
+    const { seq, stateDigest } = head;
+    return new DivergenceError(
+      `baseDigest is not the stream state digest (the stream is at seq ${seq}, stateDigest ${stateDigest})`,
+      seq,
+      stateDigest,
+      { seq, stateDigest },
+    );
   }
 }
 
@@ -204,6 +227,36 @@ export class UnauthorizedError extends HefestoError {
 export class ForbiddenError extends HefestoError {
   constructor(message: string) {
     super('ErrForbidden', message);
+  }
+}
+
+/** A known path asked with a method it does not serve; `allow` lists the ones it does. */
+export class MethodNotAllowedError extends HefestoError {
+  readonly allow: readonly string[];
+
+  constructor(method: string, path: string, allow: readonly string[]) {
+    super('ErrMethodNotAllowed', `${path} does not serve ${method}; it serves ${allow.join(', ')}`);
+    this.allow = allow;
+  }
+}
+
+/** The embedded data directory does not exist (a command that needs one never creates it). */
+export class DataDirNotFoundError extends NotFoundError {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    super(`no data directory at ${dir}`);
+    this.dir = dir;
+  }
+}
+
+/** Another process (a running server) holds the embedded data directory. */
+export class DataDirInUseError extends UnavailableError {
+  readonly dir: string;
+
+  constructor(dir: string, options?: HefestoErrorOptions) {
+    super(`the data directory ${dir} is in use by a running server`, options);
+    this.dir = dir;
   }
 }
 

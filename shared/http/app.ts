@@ -2,16 +2,20 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestId } from 'hono/request-id';
 import type { Logger } from 'pino';
 import type { Clock } from '../ports/clock.js';
+import type { Compactor } from '../services/compactor.js';
 import type { KeyService } from '../services/keys.js';
 import type { Ledger } from '../services/ledger.js';
+import { allowedMethodsOf } from './allowed-methods.js';
 import type { AppEnv } from './context.js';
 import { DEFAULT_LIMITS, type HttpLimits } from './limits.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
+import { adminRoutes } from './routes/admin.js';
 import { registerDocs } from './routes/docs.js';
 import { effectRoutes } from './routes/effects.js';
 import { keyRoutes } from './routes/keys.js';
 import { retentionRoutes } from './routes/retention.js';
+import { registerRoot } from './routes/root.js';
 import { stateRoutes } from './routes/state.js';
 import { streamRoutes } from './routes/streams.js';
 import { validationHook } from './validation.js';
@@ -23,25 +27,30 @@ export interface AppDeps {
   clock: Clock;
   /** Defaults: DEFAULT_LIMITS. */
   limits?: Partial<HttpLimits>;
+  /** The server's compactor, for `POST /v1/admin/compact`; without it that route is absent. */
+  compactor?: Compactor;
 }
 
 /**
  * The HTTP API, one app for both ways to serve it (node server and Lambda). Every request:
  * request id -> request log -> route (auth, body guard, schema validation) -> handler ->
- * service. Every error leaves through the problem handler.
+ * service. Every error leaves through the problem handler; a request no route matches is 405
+ * (with Allow) when its path is served under other methods, else 404.
  */
 export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   const limits: HttpLimits = { ...DEFAULT_LIMITS, ...deps.limits };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use('*', requestId(), requestLog({ logger: deps.logger, clock: deps.clock }));
   app.onError(problemHandler);
-  app.notFound(notFoundHandler);
+  app.notFound(notFoundHandler(allowedMethodsOf(() => app.routes)));
 
   app.route('/v1', streamRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', stateRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', effectRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', retentionRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));
+  app.route('/v1', adminRoutes({ keys: deps.keys, compactor: deps.compactor }));
+  registerRoot(app);
   registerDocs(app);
   return app;
 };

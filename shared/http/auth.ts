@@ -5,8 +5,8 @@ import type { AppEnv } from './context.js';
 
 export interface AuthOptions {
   keys: KeyService;
-  /** The scope the route needs. */
-  scope: Scope;
+  /** The scope the route needs; none: any valid key (e.g. a key asking who it is). */
+  scope?: Scope;
 }
 
 /** Keys are short; anything longer is refused before it is hashed. */
@@ -27,7 +27,7 @@ const bearerToken = (header: string | undefined): string => {
 export const requireKey = ({ keys, scope }: AuthOptions): MiddlewareHandler<AppEnv> =>
   async function requireKey(c, next) {
     const principal = await keys.authenticate(bearerToken(c.req.header('authorization')));
-    if (!principal.scopes.includes(scope)) {
+    if (scope !== undefined && !principal.scopes.includes(scope)) {
       throw new ForbiddenError(`this key lacks the ${scope} scope`);
     }
     c.set('principal', principal);

@@ -7,6 +7,7 @@ import {
   IdempotencyInProgressError,
   InvalidDeltaError,
   InvalidInputError,
+  MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
   PrunedError,
@@ -72,6 +73,10 @@ const detailOf = (err: HefestoError, status: number): string => {
 const extrasOf = (err: HefestoError): Record<string, unknown> => {
   if (err instanceof SeqConflictError) return { currentSeq: err.currentSeq };
   if (err instanceof TamperedLedgerError) return { firstBadSeq: err.firstBadSeq };
+  if (err instanceof DivergenceError && err.current !== undefined) {
+    // A stale baseDigest: the head to build the retry on, without another GET.
+    return { seq: err.current.seq, stateDigest: err.current.stateDigest };
+  }
   if (err instanceof DivergenceError && err.seq !== undefined) return { seq: err.seq };
   if (err instanceof InvalidDeltaError) return { opIndex: err.opIndex };
   if (err instanceof PrunedError) return { prunedSeq: err.prunedSeq };
@@ -90,6 +95,7 @@ const headersOf = (err: HefestoError): Record<string, string> => {
     headers['retry-after'] = String(retryAfterSeconds(err.retryAfterMs));
   }
   if (err.code === 'ErrUnavailable') headers['retry-after'] = '1';
+  if (err instanceof MethodNotAllowedError) headers.allow = err.allow.join(', ');
   return headers;
 };
 
@@ -113,5 +119,18 @@ const respond = (error: unknown, c: Context<AppEnv>): Response => {
 
 export const problemHandler: ErrorHandler<AppEnv> = (err, c) => respond(err, c);
 
-export const notFoundHandler: NotFoundHandler<AppEnv> = (c) =>
-  respond(new NotFoundError(`no route for ${c.req.method} ${c.req.path}`), c);
+/**
+ * No route matched: 405 ErrMethodNotAllowed with `Allow` when the path is known under other
+ * methods (`allowedMethods` answers them, from the registered routes), else 404 ErrNotFound.
+ */
+export const notFoundHandler =
+  (allowedMethods: (path: string) => readonly string[] = () => []): NotFoundHandler<AppEnv> =>
+  (c) => {
+    const { method, path } = c.req;
+    const allow = allowedMethods(path);
+    const err =
+      allow.length > 0
+        ? new MethodNotAllowedError(method, path, allow)
+        : new NotFoundError(`no route for ${method} ${path}`);
+    return respond(err, c);
+  };

@@ -196,6 +196,13 @@ export const ProblemSchema = z
     currentSeq: Seq.optional().openapi({ description: 'ErrSeqConflict: the head seq now' }),
     firstBadSeq: Seq.optional().openapi({ description: 'ErrTamperedLedger: first bad seq' }),
     prunedSeq: Seq.optional().openapi({ description: 'ErrPruned: events up to here are gone' }),
+    seq: Seq.optional().openapi({
+      description:
+        'ErrDivergenceDetected: the stream head seq (stale baseDigest) or the seq at fault',
+    }),
+    stateDigest: z.string().optional().openapi({
+      description: "ErrDivergenceDetected (stale baseDigest): the stream's state digest now",
+    }),
     issues: z
       .array(z.object({ in: z.string(), path: z.string(), message: z.string() }))
       .optional()

@@ -25,6 +25,7 @@ export const STATUS_BY_CODE = {
   ErrInvalidInput: 400,
   ErrUnauthorized: 401,
   ErrForbidden: 403,
+  ErrMethodNotAllowed: 405,
   ErrStreamNotFound: 404,
   ErrNotFound: 404,
   ErrSeqConflict: 409,

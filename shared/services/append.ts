@@ -128,11 +128,7 @@ export class Appender {
         throw new SeqConflictError(req.expectedSeq, head.seq);
       }
       if (req.expectedStateDigest !== undefined && req.expectedStateDigest !== head.stateDigest) {
-        throw new DivergenceError(
-          'baseDigest is not the stream state digest',
-          head.seq,
-          head.stateDigest,
-        );
+        throw DivergenceError.staleBase(head);
       }
 
       const now = clock.now();

@@ -113,11 +113,7 @@ export class Checkpointer {
     const stored = await appender.storedResult({ ...base, events: [] });
     if (stored) return this.#replayed(stored.response);
     if (head.stateDigest !== req.baseDigest) {
-      throw new DivergenceError(
-        'baseDigest is not the stream state digest',
-        head.seq,
-        head.stateDigest,
-      );
+      throw DivergenceError.staleBase(head);
     }
     const current =
       cache.take(req.tenant, req.stream, head.stateDigest) ??

@@ -21,8 +21,14 @@ import type { Item, ItemKey, RecordStore } from '../ports/record-store.js';
  * per store. Revoking keeps the record with `revokedAt` set (audit trail); a revoked key
  * is refused like an unknown one.
  *
- * A root key (HEFESTO_API_KEY) is never stored: it belongs to tenant `default`, carries
- * every scope, and may manage keys of any tenant.
+ * The operator capability: a key that may manage keys of any tenant (and run operator-wide
+ * work such as a compaction pass). Two keys have it:
+ * - the key `ensureBootstrapKey` creates, the one the embedded server prints at its first
+ *   start: stored hashed like every key, with `operator: true` on its record (tenant
+ *   `default`, every scope). Only that path sets the flag; no route can mint another. Keys
+ *   printed by a server before the flag existed stay admins of `default` only.
+ * - a root key (HEFESTO_API_KEY), never stored: tenant `default`, every scope.
+ * Either one reads and writes only tenant `default`'s streams, like any key of that tenant.
  */
 
 export const SCOPES = ['read', 'write', 'admin'] as const;
@@ -37,6 +43,7 @@ export interface Principal {
   keyId: string;
   tenant: string;
   scopes: readonly Scope[];
+  /** The operator capability (see the module comment): the root key or the operator key. */
   root: boolean;
 }
 
@@ -47,6 +54,8 @@ export interface IssuedKey {
   tenant: string;
   scopes: Scope[];
   createdAt: number;
+  /** Set on the operator key only. */
+  operator?: true;
 }
 
 export interface KeyServiceOptions {
@@ -73,6 +82,7 @@ interface KeyRecord {
   scopes: Scope[];
   hash: string;
   revokedAt?: number;
+  operator: boolean;
 }
 
 const toKeyRecord = (item: Item): KeyRecord | undefined => {
@@ -81,9 +91,11 @@ const toKeyRecord = (item: Item): KeyRecord | undefined => {
     return undefined;
   }
   if (!scopes.every(isScope)) return undefined;
+  // Only the literal `true` grants it: a record with anything else there is a plain key.
+  const operator = item.operator === true;
   return typeof revokedAt === 'number'
-    ? { tenant, scopes, hash, revokedAt }
-    : { tenant, scopes, hash };
+    ? { tenant, scopes, hash, revokedAt, operator }
+    : { tenant, scopes, hash, operator };
 };
 
 export class KeyService {
@@ -114,15 +126,21 @@ export class KeyService {
       throw new UnauthorizedError();
     }
     if (!sameHash(presented, Buffer.from(record.hash, 'hex'))) throw new UnauthorizedError();
-    return { keyId, tenant: record.tenant, scopes: record.scopes, root: false };
+    return { keyId, tenant: record.tenant, scopes: record.scopes, root: record.operator };
   }
 
-  /** Creates a key for `tenant`: an admin may do so for its own tenant, the root key for any. */
+  /**
+   * Creates a key for `tenant`: an admin may do so for its own tenant, an operator (the root
+   * or the operator key) for any. The new key is never an operator.
+   */
   async create(by: Principal, input: { tenant: string; scopes: Scope[] }): Promise<IssuedKey> {
     this.#checkAdmin(by);
     if (!TENANT_PATTERN.test(input.tenant)) throw new InvalidInputError('invalid tenant id');
     if (!by.root && input.tenant !== by.tenant) {
-      throw new ForbiddenError('an admin key may only create keys for its own tenant');
+      throw new ForbiddenError(
+        'an admin key may only create keys for its own tenant; keys for other tenants need ' +
+          'the operator key (printed at the first start) or the root key (HEFESTO_API_KEY)',
+      );
     }
     const scopes = SCOPES.filter((s) => input.scopes.includes(s));
     if (scopes.length === 0 || input.scopes.some((s) => !isScope(s))) {
@@ -154,13 +172,13 @@ export class KeyService {
   }
 
   /**
-   * Creates the first key (tenant `default`, every scope) unless this store has had one
-   * created this way before. Returns it, or undefined when it already happened (also when
-   * another process won the race).
+   * Creates the operator key (tenant `default`, every scope, the operator capability) unless
+   * this store has had one created this way before. Returns it, or undefined when it already
+   * happened (also when another process won the race).
    */
   async ensureBootstrapKey(): Promise<IssuedKey | undefined> {
     if (await this.#records.get(BOOTSTRAP_MARKER)) return undefined;
-    const issued = this.#newKey(DEFAULT_TENANT, [...SCOPES]);
+    const issued: IssuedKey = { ...this.#newKey(DEFAULT_TENANT, [...SCOPES]), operator: true };
     try {
       await this.#records.transact([
         { kind: 'put', item: this.#recordOf(issued), conditions: [{ op: 'notExists' }] },
@@ -194,6 +212,7 @@ export class KeyService {
       scopes: issued.scopes,
       hash: sha256(issued.key).toString('hex'),
       createdAt: issued.createdAt,
+      ...(issued.operator ? { operator: true } : {}),
     };
   }
 }

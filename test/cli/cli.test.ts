@@ -234,11 +234,14 @@ describe('hefesto CLI', () => {
       expect(run.stderr).toMatch(/verify run-1: 1207\/1207 events \(100%\) ok in/);
     });
 
-    it("fails at seq 1 with a hint when --tenant is not the key's tenant", async () => {
+    it("refuses a --tenant that is not the key's, rather than failing the chain at seq 1", async () => {
       const run = await cli(['verify', STREAM, '--local', '--tenant', 'acme']);
 
-      expect(run.code).toBe(1);
-      expect(run.stdout).toContain('bad run-1: first bad seq 1 (the chain is bound to its tenant');
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(
+        /^error: ErrTenantMismatch: .*"acme", but the key belongs to tenant "default"/,
+      );
     });
   });
 
