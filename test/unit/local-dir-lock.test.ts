@@ -58,6 +58,17 @@ const holdInChild = async (): Promise<ChildProcess> => {
   return child;
 };
 
+/** Whether another process, trying now, is refused the lock of `dir`. */
+const refusedToChild = (): boolean => {
+  const script = `
+    import { LocalObjectStore } from './shared/adapters/local/local-object-store.ts';
+    try { new LocalObjectStore({ dir: ${JSON.stringify(dir)} }); process.exit(0); }
+    catch (err) { process.stdout.write(err.message); process.exit(3); }`;
+  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script]);
+  if (run.status !== 0 && run.status !== 3) throw new Error(run.stderr.toString());
+  return run.status === 3 && run.stdout.toString().includes('is in use by another Hefesto server');
+};
+
 /** A pid that no process has any more. */
 const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid;
 
@@ -71,6 +82,14 @@ describe('data directory lock', () => {
         `data dir ${dir} is in use by another Hefesto server (pid ${process.pid}): stop it, ` +
           'or give this one another HEFESTO_DATA_DIR',
       );
+    });
+
+    it('keeps holding it after refusing a second store of this process', () => {
+      // SQLite defers closing the refused connection's descriptor: closing it would drop
+      // this process's fcntl locks on the file.
+      openStore();
+      refusal();
+      expect(refusedToChild()).toBe(true);
     });
 
     it('refuses while another process holds it, and opens once that process is killed', async () => {

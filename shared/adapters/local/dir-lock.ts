@@ -63,7 +63,12 @@ export const acquireDirLock = (dir: string): (() => void) => {
     db.exec('BEGIN EXCLUSIVE; COMMIT');
   } catch (err) {
     db.close();
-    if (!isBusy(err)) throw err;
+    if (!isBusy(err)) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new UnavailableError(`cannot lock data dir ${dir} (LOCK.sqlite): ${reason}`, {
+        cause: err,
+      });
+    }
     const holder = readLegacy(legacy);
     throw new UnavailableError(
       `data dir ${dir} is in use by another Hefesto server` +

@@ -52,14 +52,18 @@ const encodeChar = (ch: string): string => {
   return ch;
 };
 
+const SPECIAL = /[A-Z*:]/g;
+
 /** The file-system name of `text`: a whole key part, or one piece of a long one. */
 export const encodeName = (text: string): string => {
   if (text === '') return ESCAPE;
-  const chars = [...text].map(encodeChar);
-  if (text.endsWith('.')) chars[chars.length - 1] = hexOf('.');
-  const stem = chars.join('').split('.')[0] ?? '';
-  if (DEVICE_STEM.test(stem)) chars[0] = hexOf(text[0] ?? '');
-  return chars.join('');
+  let name = text.replace(SPECIAL, encodeChar);
+  if (name.endsWith('.')) name = name.slice(0, -1) + hexOf('.');
+  const dot = name.indexOf('.');
+  const stem = dot < 0 ? name : name.slice(0, dot);
+  // A device stem is plain lowercase text, so its first char is the text's own.
+  if (stem.length <= 4 && DEVICE_STEM.test(stem)) name = hexOf(name[0] ?? '') + name.slice(1);
+  return name;
 };
 
 /** The text a name stands for, or undefined if `name` is not what encodeName makes. */
@@ -87,6 +91,8 @@ export const decodeName = (name: string): string | undefined => {
 
 /** A part cut into pieces whose names fit NAME_BUDGET (always one piece, maybe ''). */
 const piecesOf = (part: string): string[] => {
+  // No char costs more than 3, so a part this short is one piece.
+  if (part.length * 3 <= NAME_BUDGET) return [part];
   const pieces: string[] = [];
   let start = 0;
   let used = 0;
