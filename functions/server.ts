@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { parseSettings } from '../shared/config/settings.js';
+import type { IssuedKey } from '../shared/services/keys.js';
 import { type CompactionTimer, startCompactionTimer } from './wiring/compaction.js';
 import { createEmbedded } from './wiring/embedded.js';
 
@@ -13,8 +14,8 @@ import { createEmbedded } from './wiring/embedded.js';
  *   2. bind the port; if that fails (in use, no permission), close the stores and exit 1;
  *   3. only now, serving, create the first API key (unless HEFESTO_API_KEY is set or one was
  *      made before) and print it. A busy port therefore never creates a key nobody saw; a
- *      crash between the key's write and its print is the one window left (microseconds):
- *      start with HEFESTO_API_KEY to make keys then.
+ *      crash between the key's write and its print is the one window left (microseconds),
+ *      and a root key (HEFESTO_API_KEY) recovers from it.
  *
  * The compactor runs in this process every HEFESTO_COMPACT_INTERVAL_MS (0: never), one pass
  * at a time; a pass cut by shutdown is safe (every step of it is; the next start resumes).
@@ -55,7 +56,7 @@ const start = async (): Promise<void> => {
   const embedded = createEmbedded(settings);
   const server = createAdaptorServer({ fetch: embedded.app.fetch }) as Server;
   let port: number;
-  let bootstrap: Awaited<ReturnType<typeof embedded.keys.ensureBootstrapKey>>;
+  let bootstrap: IssuedKey | undefined;
   try {
     port = await listen(server, settings.port);
     // With a root key configured there is a key already; otherwise make the first one.

@@ -11,6 +11,7 @@ import {
   spawnCollected,
   stateOf,
   waitFor,
+  waitForOutput,
   waitHealthy,
 } from './process-tools.js';
 
@@ -81,6 +82,7 @@ describe.runIf(hasProc)('a server killed with SIGKILL', () => {
     const script = `${process.execPath} ${SERVER.join(' ')} & echo "server=$!"; exec sleep 120`;
     const parent = track(spawnCollected('sh', ['-c', script], env(port)));
     await waitHealthy(url, parent);
+    await waitForOutput(parent, /server=\d+/);
     const pid = Number(/server=(\d+)/.exec(parent.output())?.[1]);
     expect((await append(url, 1)).status).toBe(201);
 
@@ -114,7 +116,7 @@ describe.runIf(hasProc)('a server in a fresh PID namespace (a container)', () =>
     ];
     for (let run = 1; run <= 3; run++) {
       const server = await started('unshare', inNamespace);
-      expect(server.output()).toContain('pid 1)');
+      await waitForOutput(server, '(docs: /docs, pid 1)');
       expect((await append(server.url, run)).status).toBe(201);
       expect(await headSeq(server.url)).toBe(run);
       // Kill the server itself (pid 1 inside), not unshare: as the OOM killer would.

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/lib/server-process.js';
-import { type Spawned, spawnCollected, waitHealthy } from './process-tools.js';
+import { type Spawned, spawnCollected, waitForOutput, waitHealthy } from './process-tools.js';
 
 /**
  * A data directory written by the embedded server before object layout 2 (the fixture, made by
@@ -98,9 +98,10 @@ describe('a data directory of object layout 1, on the first start of this versio
   });
 
   it('moves it to layout 2, to names no case-insensitive or Windows file system merges', async () => {
-    const { output } = await start();
+    const started = await start();
+    await waitForOutput(started, 'Hefesto listening on');
     const objects = Object.keys(fixture.stored).filter((p) => p.startsWith('objects/')).length;
-    expect(output()).toContain(`"from":1,"objects":${objects},"to":2`);
+    expect(started.output()).toContain(`"from":1,"objects":${objects},"to":2`);
     expect(readFileSync(join(dir, 'LAYOUT'), 'utf8')).toBe('2\n');
     for (const name of names(join(dir, 'objects'))) {
       expect(name).toBe(name.toLowerCase());
@@ -136,8 +137,9 @@ describe('a data directory of object layout 1, on the first start of this versio
       expect(checkpoint, at).toMatchObject({ status: 201, body: { seq: e.seq + 2 } });
     }
     await stop();
-    const { output } = await start();
-    expect(output()).not.toContain('object layout 2');
+    const restarted = await start();
+    await waitForOutput(restarted, 'Hefesto listening on');
+    expect(restarted.output()).not.toContain('object layout 2');
     for (const e of fixture.expected) {
       const at = `${e.tenant}/${e.stream}`;
       const verify = await call(e.tenant, `${base(e.stream)}/verify`);

@@ -113,8 +113,9 @@ export const spawnCollected = (
   child.stderr?.on('data', (d: Buffer) => {
     out += d.toString();
   });
+  // 'close', not 'exit': once it fires, all the output has been read.
   const exited = new Promise<number | string>((resolve) =>
-    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+    child.once('close', (code, signal) => resolve(code ?? signal ?? -1)),
   );
   return { child, output: () => out, exited };
 };
@@ -146,3 +147,15 @@ export const waitFor = async (what: string, predicate: () => boolean, timeoutMs 
     await new Promise((r) => setTimeout(r, 10));
   }
 };
+
+/**
+ * Waits until `spawned` has printed `text` (a server answers /healthz before its listening
+ * line, printed once it serves, has necessarily been read here).
+ */
+export const waitForOutput = (spawned: Spawned, text: string | RegExp, timeoutMs = 10_000) =>
+  waitFor(
+    `output ${text}`,
+    () =>
+      typeof text === 'string' ? spawned.output().includes(text) : text.test(spawned.output()),
+    timeoutMs,
+  );

@@ -63,9 +63,8 @@ const readIfPresent = (path: string): Uint8Array | undefined => {
  *
  * One process owns a data directory (a lock the kernel drops when it dies; see dir-lock.ts).
  * Opening it moves an older object layout to the current one first (object-layout.ts). Every
- * attempt runs
- * synchronously, so no two calls of this process interleave: the check and the write of a
- * conditional put happen with nothing in between, which makes them atomic here.
+ * attempt runs synchronously, so no two calls of this process interleave: the check and the
+ * write of a conditional put happen with nothing in between, which makes them atomic here.
  *
  * putIfAbsent, durable and create-only:
  * 1. write the bytes to `tmp/<n>` and fsync it; a crash leaves only a temp file, removed on
