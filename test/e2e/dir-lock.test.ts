@@ -7,6 +7,7 @@ import {
   canUnsharePid,
   childrenOf,
   hasProc,
+  killTree,
   type Spawned,
   spawnCollected,
   stateOf,
@@ -28,7 +29,7 @@ const running: Spawned[] = [];
 let dir: string;
 
 afterEach(() => {
-  for (const s of running.splice(0)) s.child.kill('SIGKILL');
+  for (const s of running.splice(0)) killTree(s.child.pid);
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

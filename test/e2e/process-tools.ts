@@ -45,6 +45,18 @@ export const childrenOf = (pid: number): number[] => {
   }
 };
 
+/** SIGKILLs `pid` and everything under it (children first seen, so none is orphaned). */
+export const killTree = (pid: number | undefined): void => {
+  if (pid === undefined) return;
+  const below = childrenOf(pid);
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+  for (const child of below) killTree(child);
+};
+
 export const commandOf = (pid: number): string[] => {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);

@@ -8,6 +8,7 @@ import {
   childrenOf,
   commandOf,
   hasProc,
+  killTree,
   listenerPids,
   parentOf,
   type Spawned,
@@ -39,7 +40,7 @@ const track = (spawned: Spawned) => {
 };
 
 afterEach(() => {
-  for (const s of running.splice(0)) s.child.kill('SIGKILL');
+  for (const s of running.splice(0)) killTree(s.child.pid);
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
