@@ -1,11 +1,21 @@
 import type { Server } from 'node:http';
-import { serve } from '@hono/node-server';
+import { createAdaptorServer } from '@hono/node-server';
 import { parseSettings } from '../shared/config/settings.js';
+import type { IssuedKey } from '../shared/services/keys.js';
 import { type CompactionTimer, startCompactionTimer } from './wiring/compaction.js';
 import { createEmbedded } from './wiring/embedded.js';
 
 /**
- * `npm start`: the embedded server (one machine, no AWS).
+ * `npm start`: the embedded server (one machine, no AWS). One Node process, signals included:
+ * run it as `node --import tsx functions/server.ts` (what `npm start` execs under npm).
+ *
+ * Start:
+ *   1. open the data directory (its lock, then a layout migration if one is due) and stores;
+ *   2. bind the port; if that fails (in use, no permission), close the stores and exit 1;
+ *   3. only now, serving, create the first API key (unless HEFESTO_API_KEY is set or one was
+ *      made before) and print it. A busy port therefore never creates a key nobody saw; a
+ *      crash between the key's write and its print is the one window left (microseconds),
+ *      and a root key (HEFESTO_API_KEY) recovers from it.
  *
  * The compactor runs in this process every HEFESTO_COMPACT_INTERVAL_MS (0: never), one pass
  * at a time; a pass cut by shutdown is safe (every step of it is; the next start resumes).
@@ -21,28 +31,50 @@ import { createEmbedded } from './wiring/embedded.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
+/** Binds `port`; rejects with a message an operator can act on if the port cannot be had. */
+const listen = (server: Server, port: number): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const failed = (err: NodeJS.ErrnoException) => {
+      const hint =
+        err.code === 'EADDRINUSE'
+          ? `port ${port} is already in use: stop what listens there, or set PORT to another port`
+          : err.code === 'EACCES'
+            ? `port ${port} needs privileges this process lacks: set PORT to one above 1023`
+            : `cannot listen on port ${port}: ${err.message}`;
+      reject(new Error(hint, { cause: err }));
+    };
+    server.once('error', failed);
+    server.listen(port, () => {
+      server.off('error', failed);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
+    });
+  });
+
 const start = async (): Promise<void> => {
   const settings = parseSettings(process.env);
   const embedded = createEmbedded(settings);
-  // With a root key configured there is a key already; otherwise make the first one.
-  const bootstrap = settings.apiKey
-    ? undefined
-    : await embedded.keys.ensureBootstrapKey().catch((err: unknown) => {
-        embedded.close();
-        throw err;
-      });
-
-  const server = serve({ fetch: embedded.app.fetch, port: settings.port }, (info) => {
-    const lines = [`Hefesto listening on http://localhost:${info.port} (docs: /docs)`];
-    if (bootstrap) {
-      lines.push(
-        `Created the first API key (tenant ${bootstrap.tenant}, scopes ${bootstrap.scopes.join(',')}).`,
-        'It is shown only this once; keep it:',
-        `  ${bootstrap.key}`,
-      );
-    }
-    process.stdout.write(`${lines.join('\n')}\n`);
-  }) as Server;
+  const server = createAdaptorServer({ fetch: embedded.app.fetch }) as Server;
+  let port: number;
+  let bootstrap: IssuedKey | undefined;
+  try {
+    port = await listen(server, settings.port);
+    // With a root key configured there is a key already; otherwise make the first one.
+    bootstrap = settings.apiKey ? undefined : await embedded.keys.ensureBootstrapKey();
+  } catch (err) {
+    server.close();
+    embedded.close();
+    throw err;
+  }
+  const lines = [`Hefesto listening on http://localhost:${port} (docs: /docs, pid ${process.pid})`];
+  if (bootstrap) {
+    lines.push(
+      `Created the first API key (tenant ${bootstrap.tenant}, scopes ${bootstrap.scopes.join(',')}).`,
+      'It is shown only this once; keep it:',
+      `  ${bootstrap.key}`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
 
   const { intervalMs } = settings.compaction;
   const compaction: CompactionTimer | undefined =

@@ -25,11 +25,19 @@ export interface Embedded {
 /**
  * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects in
  * `objects/`, records in `records.sqlite`) -> services -> app.
+ *
+ * Opening the object store takes the data directory's lock (or fails with UnavailableError
+ * naming the server that holds it) and moves an older object layout to the current one; both
+ * happen before anything else touches the directory.
  */
 export const createEmbedded = (settings: Settings): Embedded => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
   const objects = new LocalObjectStore({ dir: settings.dataDir });
+  const { migrated } = objects.layout;
+  if (migrated && migrated.objects > 0) {
+    logger.info({ ...migrated, to: 2 }, 'moved the data directory to object layout 2');
+  }
   let records: LocalRecordStore;
   try {
     records = new LocalRecordStore({ path: join(settings.dataDir, 'records.sqlite'), clock });

@@ -1,5 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -43,30 +42,6 @@ describe('LocalObjectStore', () => {
       const store = new LocalObjectStore({ dir });
       store.close();
       await expect(store.get('k')).rejects.toBeInstanceOf(UnavailableError);
-    });
-  });
-
-  describe('lock', () => {
-    it('refuses a second store on the same dir while the first is open', () => {
-      const first = track(new LocalObjectStore({ dir }));
-      expect(() => new LocalObjectStore({ dir })).toThrow(UnavailableError);
-      first.close();
-      track(new LocalObjectStore({ dir }));
-    });
-
-    it('takes over a lock left by a process that has exited', async () => {
-      const gone = spawnSync(process.execPath, ['-e', '']).pid;
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, 'LOCK'), `${gone}\n`);
-
-      const store = track(new LocalObjectStore({ dir }));
-      expect(readFileSync(join(dir, 'LOCK'), 'utf8').trim()).toBe(String(process.pid));
-      await store.putIfAbsent('k', bytes('v'));
-    });
-
-    it('removes the lock file on close', () => {
-      new LocalObjectStore({ dir }).close();
-      expect(readdirSync(dir)).not.toContain('LOCK');
     });
   });
 

@@ -1,22 +1,49 @@
-import { closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { UnavailableError } from '../../domain/errors.js';
 
 /**
- * One process owns a data directory: the lock file holds the owner's pid.
+ * One process owns a data directory: it holds an exclusive lock on `LOCK.sqlite` that the
+ * kernel drops when the process dies, however it dies (SIGKILL, OOM kill, power cut), so a
+ * restart never waits for and never cleans up after the dead owner. (A pid in a file, checked
+ * with kill(pid, 0), says "running" for a zombie, for any process that got the pid since, and
+ * for ourselves when a container restarts us with the dead owner's pid.)
  *
- * 1. Write `LOCK.<pid>` holding our pid and fsync it.
- * 2. Hard-link it to `LOCK`: this fails if `LOCK` exists, so exactly one process wins, and a
- *    `LOCK` is never seen half written.
- * 3. If `LOCK` exists and its pid is not a live process, the owner died without releasing it:
- *    remove it and go back to 2 once. (Two processes taking over the same stale lock at the
- *    same instant is not guarded against; starting two servers on one directory at once is an
- *    operator error this lock reports in every other case.)
- * A crash after 1 leaves a stray `LOCK.<pid>`, removed by the next owner's step 1 or release.
+ * The lock is SQLite's (better-sqlite3 is a dependency already): with `locking_mode =
+ * EXCLUSIVE` a connection keeps the locks it takes until it closes, and `BEGIN EXCLUSIVE`
+ * takes one no other connection can share, in this process or another. Underneath: fcntl
+ * record locks on Unix (which SQLite tracks per connection inside a process), LockFileEx on
+ * Windows. Nothing else may open LOCK.sqlite: on Unix, closing any descriptor of a file drops
+ * the fcntl locks its process holds on it.
+ *
+ * `LOCK` (text) was the lock of earlier versions, which kill(pid, 0) its pid. It stays, for
+ * them: once holding the lock we write our pid there with LEGACY_NOTE, so that an older server
+ * started on this directory refuses it (and a second server's error can name us). A `LOCK`
+ * without that note that names another live process may be an older server at work: we
+ * refuse rather than migrate its directory under it. That can only be a file an older
+ * version left, so it happens at most once, and the message says what to do.
  */
+
+const LEGACY_NOTE = 'the lock is LOCK.sqlite; this pid is for earlier versions';
 
 const errno = (err: unknown) => (err as NodeJS.ErrnoException).code;
 
-const isAlive = (pid: number): boolean => {
+const isBusy = (err: unknown) =>
+  err instanceof Database.SqliteError && /^SQLITE_(BUSY|LOCKED)/.test(err.code);
+
+const readLegacy = (path: string): { pid: number; ours: boolean } | undefined => {
+  try {
+    const text = readFileSync(path, 'utf8');
+    const pid = Number.parseInt(text, 10);
+    return Number.isInteger(pid) && pid > 0 ? { pid, ours: text.includes(LEGACY_NOTE) } : undefined;
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+};
+
+const isRunning = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;
@@ -25,43 +52,49 @@ const isAlive = (pid: number): boolean => {
   }
 };
 
-const holderOf = (path: string): number | undefined => {
+/** Takes the lock of data directory `dir` (which must exist); returns the release function. */
+export const acquireDirLock = (dir: string): (() => void) => {
+  const legacy = join(dir, 'LOCK');
+  // timeout 0: a held lock fails at once (SQLITE_BUSY) instead of waiting for it.
+  const db = new Database(join(dir, 'LOCK.sqlite'), { timeout: 0 });
   try {
-    const pid = Number.parseInt(readFileSync(path, 'utf8'), 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = MEMORY'); // nothing is ever written: no journal file
+    db.exec('BEGIN EXCLUSIVE; COMMIT');
   } catch (err) {
-    if (errno(err) === 'ENOENT') return undefined;
+    db.close();
+    if (!isBusy(err)) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new UnavailableError(`cannot lock data dir ${dir} (LOCK.sqlite): ${reason}`, {
+        cause: err,
+      });
+    }
+    const holder = readLegacy(legacy);
+    throw new UnavailableError(
+      `data dir ${dir} is in use by another Hefesto server` +
+        `${holder?.ours ? ` (pid ${holder.pid})` : ''}: stop it, or give this one another ` +
+        'HEFESTO_DATA_DIR',
+      { cause: err },
+    );
+  }
+  try {
+    const old = readLegacy(legacy);
+    if (old && !old.ours && old.pid !== process.pid && isRunning(old.pid)) {
+      throw new UnavailableError(
+        `data dir ${dir}: its LOCK file, left by an earlier Hefesto version, names process ` +
+          `${old.pid}, which is running. Stop that server first; if process ${old.pid} is not ` +
+          `a Hefesto server, delete ${legacy} and start again`,
+      );
+    }
+    writeFileSync(`${legacy}.new`, `${process.pid}\n${LEGACY_NOTE}\n`);
+    renameSync(`${legacy}.new`, legacy);
+  } catch (err) {
+    db.close();
     throw err;
   }
-};
-
-/** Takes the lock at `path` for this process; returns the function that releases it. */
-export const acquireDirLock = (path: string): (() => void) => {
-  const mine = `${path}.${process.pid}`;
-  const fd = openSync(mine, 'w');
-  try {
-    writeSync(fd, `${process.pid}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        linkSync(mine, path);
-        return () => {
-          if (holderOf(path) === process.pid) rmSync(path, { force: true });
-        };
-      } catch (err) {
-        if (errno(err) !== 'EEXIST') throw err;
-        const holder = holderOf(path);
-        if (attempt > 0 || (holder !== undefined && isAlive(holder))) {
-          throw new UnavailableError(`data dir in use by process ${holder} (lock file ${path})`);
-        }
-        rmSync(path, { force: true });
-      }
-    }
-  } finally {
-    rmSync(mine, { force: true });
-  }
+  return () => {
+    const current = readLegacy(legacy);
+    if (current?.ours && current.pid === process.pid) rmSync(legacy, { force: true });
+    db.close();
+  };
 };

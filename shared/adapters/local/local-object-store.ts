@@ -28,10 +28,14 @@ import { checkObjectKey } from '../../ports/validate.js';
 import { type RetryOptions, withRetries } from '../retry.js';
 import { acquireDirLock } from './dir-lock.js';
 import { fsyncDir, mkdirDurable } from './durable-fs.js';
-import { keysUnder, keyToPath, prefixToDir } from './object-paths.js';
+import { ensureLayout, type LayoutResult } from './object-layout.js';
+import { keysWithPrefix, keyToPath } from './object-paths.js';
 
 export interface LocalObjectStoreOptions {
-  /** Data directory; created if missing. Holds `objects/`, `tmp/` and `LOCK`. */
+  /**
+   * Data directory; created if missing. Holds `objects/` (object-paths.ts), `LAYOUT` (its
+   * version, object-layout.ts), `tmp/`, and the lock `LOCK.sqlite` (dir-lock.ts).
+   */
   dir: string;
   faults?: FaultInjector;
   retry?: RetryOptions;
@@ -57,9 +61,10 @@ const readIfPresent = (path: string): Uint8Array | undefined => {
 /**
  * ObjectStore on the local file system: the embedded default, one machine, no AWS.
  *
- * One process owns a data directory (the `LOCK` file; see dir-lock.ts). Every attempt runs
- * synchronously, so no two calls of this process interleave: the check and the write of a
- * conditional put happen with nothing in between, which makes them atomic here.
+ * One process owns a data directory (a lock the kernel drops when it dies; see dir-lock.ts).
+ * Opening it moves an older object layout to the current one first (object-layout.ts). Every
+ * attempt runs synchronously, so no two calls of this process interleave: the check and the
+ * write of a conditional put happen with nothing in between, which makes them atomic here.
  *
  * putIfAbsent, durable and create-only:
  * 1. write the bytes to `tmp/<n>` and fsync it; a crash leaves only a temp file, removed on
@@ -79,6 +84,8 @@ export class LocalObjectStore implements ObjectStore {
   readonly #retry: RetryOptions;
   #release: (() => void) | undefined;
   #tmpCount = 0;
+  /** What opening did to the layout (a migration, to be logged). */
+  readonly layout: LayoutResult;
 
   constructor(options: LocalObjectStoreOptions) {
     const dir = resolve(options.dir);
@@ -86,11 +93,18 @@ export class LocalObjectStore implements ObjectStore {
     this.#tmp = join(dir, 'tmp');
     this.#faults = options.faults;
     this.#retry = options.retry ?? {};
-    mkdirDurable(this.#objects);
-    this.#release = acquireDirLock(join(dir, 'LOCK'));
-    // Left by a process that died mid-write; we own the directory now, so none is in use.
-    rmSync(this.#tmp, { recursive: true, force: true });
-    mkdirSync(this.#tmp);
+    mkdirDurable(dir);
+    const release = acquireDirLock(dir);
+    try {
+      this.layout = ensureLayout(dir);
+      // Left by a process that died mid-write; we own the directory now, so none is in use.
+      rmSync(this.#tmp, { recursive: true, force: true });
+      mkdirSync(this.#tmp);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    this.#release = release;
   }
 
   /** Releases the data directory. The store cannot be used afterwards. */
@@ -141,11 +155,9 @@ export class LocalObjectStore implements ObjectStore {
       throw new InvalidInputError('list limit must be a positive integer');
     }
     return this.#run('list', () => {
-      const dir = prefixToDir(prefix);
-      if (!dir) return { items: [] };
       // Keys are ASCII, so string order is byte order.
-      const keys = keysUnder(join(this.#objects, ...dir.path), dir.keyPrefix)
-        .filter((k) => k.startsWith(prefix) && (after === undefined || k > after))
+      const keys = keysWithPrefix(this.#objects, prefix)
+        .filter((k) => after === undefined || k > after)
         .sort();
       const items: ObjectInfo[] = [];
       for (const key of keys.slice(0, limit)) {
