@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { StreamParams } from './schemas.js';
 
 /** Schemas of the lease and effect routes (validation and OpenAPI in one). */
 
@@ -58,8 +59,8 @@ export const DrainResult = z
   })
   .openapi('DrainResult');
 
-export const EffectParams = z.object({
-  streamId: z.string().openapi({ param: { name: 'streamId', in: 'path' } }),
+/** Stream ids are validated by the one schema (StreamParams), as on every route. */
+export const EffectParams = StreamParams.extend({
   effectKey: z
     .string()
     .regex(EFFECT_KEY_PATTERN)
@@ -107,8 +108,7 @@ export const EffectResult = z
   })
   .openapi('Effect');
 
-export const SagaParams = z.object({
-  streamId: z.string().openapi({ param: { name: 'streamId', in: 'path' } }),
+export const SagaParams = StreamParams.extend({
   sagaId: z
     .string()
     .regex(EFFECT_KEY_PATTERN)
