@@ -26,7 +26,8 @@ import {
 import { commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
   headKey,
-  idempotencyKey,
+  idempotencyRecordKey,
+  isServiceKey,
   pad16,
   SEGMENT_INDEX_PREFIX,
   segmentIndexKey,
@@ -211,7 +212,8 @@ export class Appender {
   /** The stored answer for this request's Idempotency-Key, if it was already committed. */
   async storedResult(req: AppendRequest): Promise<AppendOutcome | undefined> {
     if (!req.idempotency) return undefined;
-    const item = await this.#o.records.get(idempotencyKey(req.tenant, req.idempotency.key));
+    const key = idempotencyRecordKey(req.tenant, req.stream, req.idempotency.key);
+    const item = await this.#o.records.get(key);
     if (!item) return undefined;
     const record = toIdempotency(item);
     if (record.digest !== req.idempotency.digest || record.stream !== req.stream) {
@@ -356,16 +358,20 @@ export class Appender {
     if (segment.idempotencyKey !== null && segment.requestDigest !== null) {
       // Unconditional: the head condition already makes this commit the only one; an expired
       // record of a reused key may still be stored and is rightly replaced.
+      // The service's own keys never expire (layout.ts): they live as long as the stream.
+      const ttl = isServiceKey(segment.idempotencyKey)
+        ? {}
+        : { ttl: Math.floor(now / 1000) + this.#o.idempotencyTtlSeconds };
       ops.push({
         kind: 'put',
         item: {
-          ...idempotencyKey(tenant, segment.idempotencyKey),
+          ...idempotencyRecordKey(tenant, stream, segment.idempotencyKey),
           stream,
           digest: segment.requestDigest,
           status: 201,
           body: { ...responseOf(segment, segment.stateDigest) },
           createdAt: now,
-          ttl: Math.floor(now / 1000) + this.#o.idempotencyTtlSeconds,
+          ...ttl,
         },
       });
     }
