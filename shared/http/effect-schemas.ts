@@ -15,7 +15,8 @@ export const FencingHeaders = z.object({
     .openapi({
       param: { name: 'Hefesto-Fencing-Token', in: 'header' },
       description:
-        'The lease epoch of the writer; an older epoch than the stream’s is 409 ErrFenced',
+        'The lease epoch of the writer; any other epoch is 409 ErrFenced. Without it, writes ' +
+        'are refused (409 ErrFenced) while another worker holds the lease exclusively.',
     }),
 });
 
@@ -23,6 +24,15 @@ export const LeaseBody = z
   .strictObject({
     owner: z.string().regex(OWNER_PATTERN),
     ttlMs: z.number().int().min(1000).max(300_000),
+    exclusive: z
+      .boolean()
+      .optional()
+      .openapi({
+        description:
+          'Default true: while the lease is held, writes without its epoch as ' +
+          'Hefesto-Fencing-Token are refused (409 ErrFenced). false: only writers that send a ' +
+          'token are fenced, as before leases were exclusive.',
+      }),
   })
   .openapi('LeaseRequest');
 
@@ -47,6 +57,7 @@ export const LeaseResult = z
     epoch: z.number().int(),
     expiresAt: z.iso.datetime(),
     draining: z.boolean(),
+    exclusive: z.boolean().openapi({ description: 'Writes without the epoch are refused' }),
   })
   .openapi('Lease');
 

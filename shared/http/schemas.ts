@@ -68,7 +68,8 @@ export const WriteHeaders = IdempotencyHeaders.extend({
     .openapi({
       param: { name: 'Hefesto-Fencing-Token', in: 'header' },
       description:
-        'The lease epoch of the writer; an older epoch than the stream’s is 409 ErrFenced',
+        'The lease epoch of the writer; any other epoch is 409 ErrFenced. Without it, writes ' +
+        'are refused (409 ErrFenced) while another worker holds the lease exclusively.',
     }),
 });
 

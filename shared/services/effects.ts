@@ -11,7 +11,7 @@ import {
   toEffect,
 } from './effect-model.js';
 import { streamPk } from './layout.js';
-import { fenceCheck, fenceError } from './leases.js';
+import { fenceError, leaseGuard } from './leases.js';
 import type { Reader } from './reader.js';
 
 export {
@@ -219,24 +219,21 @@ export class EffectService {
   }
 
   /**
-   * One conditional write of the effect record; with a fencing token, in one transaction
-   * with the lease check, so a fenced worker can neither take nor finish an effect.
+   * One conditional write of the effect record, in one transaction with the lease guard: a
+   * fenced worker can neither take nor finish an effect, nor can a worker without a token
+   * while another holds the stream's lease exclusively.
    */
   async #write(
     op: TransactOp,
     req: { tenant: string; stream: string; fence?: number },
   ): Promise<void> {
-    if (req.fence === undefined) {
-      if (op.kind === 'put') await this.#o.records.put(op.item, { conditions: op.conditions });
-      else if (op.kind === 'update')
-        await this.#o.records.update(op.key, op.update, { conditions: op.conditions });
-      return;
-    }
+    const now = this.#o.clock.now();
+    const fence = req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: false };
     try {
-      await this.#o.records.transact([op, fenceCheck(req.tenant, req.stream, req.fence, false)]);
+      await this.#o.records.transact([op, leaseGuard(req.tenant, req.stream, fence, now)]);
     } catch (err) {
       if (err instanceof ConflictError && err.index === 1) {
-        throw fenceError(req.fence, err.current as Item | undefined);
+        throw fenceError(err.current as Item | undefined, { epoch: req.fence }, now);
       }
       throw err;
     }

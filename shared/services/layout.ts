@@ -12,6 +12,8 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  * | snapshot index    | t#{tenant}#s#{stream}     | snap#{INV - seq}    |
  * | idempotency       | t#{tenant}#idem#{key}     | idem                |
  * | service idem. key | t#{tenant}#s#{stream}     | idem#{key}          |
+ * | writer lease      | t#{tenant}#s#{stream}     | writer-lease        |
+ * | refused batch     | t#{tenant}#s#{stream}     | refused#{seq, 16d}  |
  * | API key           | key#{keyId}               | key                 |
  * | bootstrap marker  | bootstrap                 | bootstrap           |
  * | compactor lease   | t#{tenant}#s#{stream}     | compactor-lease     |
