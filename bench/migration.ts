@@ -195,7 +195,7 @@ const runEffectRequestCounts = async () => {
       rows,
     );
     console.log(
-      '\nbegin: the effect record read and a conditional put. complete: a conditional update, then the ledger event (a segment PutObject and the commit transaction, with its idempotency lookup). A begin of a completed effect re-appends its event under the same Idempotency-Key: the lookup finds it, so it only reads.',
+      '\nbegin: the effect record read and a conditional put, in one transaction with the lease check. complete: the same for the update, then the ledger event (a segment PutObject and the commit transaction, with its idempotency lookup) and its seq kept on the effect record. A begin of a completed effect reads the record only.',
     );
   } finally {
     await aws.cleanup();

@@ -373,14 +373,21 @@ export class HefestoClient {
   }
 
   /**
-   * Acquires (or extends, for the same owner) the stream's lease: epoch + 1 for a new owner.
+   * Acquires the stream's lease with a new epoch (also for the same owner again: a restarted
+   * worker fences its predecessor; extend a held lease with {@link renewLease}). Exclusive by
+   * default: while held, writes without its epoch as fencing token (see {@link setFence}) are
+   * refused with ErrFenced; `exclusive: false` fences only writers that send a token.
    *
    * @example
    * ```ts
    * const { epoch } = await client.acquireLease('run-1', { owner: 'worker-a', ttlMs: 30_000 });
+   * client.setFence('run-1', epoch);
    * ```
    */
-  async acquireLease(streamId: string, lease: { owner: string; ttlMs: number }): Promise<Lease> {
+  async acquireLease(
+    streamId: string,
+    lease: { owner: string; ttlMs: number; exclusive?: boolean },
+  ): Promise<Lease> {
     return (
       await this.#http.call<Lease>('POST', `/v1/streams/${enc(streamId)}/lease`, {
         body: lease,

@@ -46,11 +46,12 @@ interface Observation {
  */
 export interface ResumeOptions {
   /**
-   * Hold the stream's lease while running: acquired on resume (epoch + 1), renewed in the
+   * Hold the stream's lease while running: acquired on resume (a new epoch), renewed in the
    * background every ttlMs / 3, sent as the fencing token of every write. When another
-   * worker takes over, the next write fails with ErrFenced and the run stops.
+   * worker takes over, the next write fails with ErrFenced and the run stops. Exclusive by
+   * default: while it is held, writes to the stream without its epoch are refused.
    */
-  lease?: { owner: string; ttlMs?: number };
+  lease?: { owner: string; ttlMs?: number; exclusive?: boolean };
   /**
    * Re-run the agent from turn 1: observations come from the ledger instead of the model,
    * and each replayed turn's state digest must equal the recorded one (else
@@ -386,7 +387,7 @@ export const resume = async (
   // so the state we load is the state we continue from.
   const ttlMs = options.lease?.ttlMs ?? 30_000;
   const lease = options.lease
-    ? await client.acquireLease(streamId, { owner: options.lease.owner, ttlMs })
+    ? await client.acquireLease(streamId, { ...options.lease, ttlMs })
     : undefined;
   if (lease) client.setFence(streamId, lease.epoch);
   const run = await load(client, streamId, options);

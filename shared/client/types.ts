@@ -191,6 +191,8 @@ export interface Lease {
   epoch: number;
   expiresAt: string;
   draining: boolean;
+  /** While held, writes without this epoch as fencing token are refused. */
+  exclusive: boolean;
 }
 
 /**

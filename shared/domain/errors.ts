@@ -271,17 +271,16 @@ export const isHefestoError = (err: unknown): err is HefestoError => err instanc
 
 export const isConflict = (err: unknown): err is ConflictError => err instanceof ConflictError;
 
-/** A write carried a fencing epoch older than the stream's lease (or the lease was released). */
+/**
+ * A write refused by the stream's lease: its fencing token is not the current epoch (stale,
+ * released, from the future, or naming no lease), or it has none while another worker holds
+ * the lease exclusively. The message says which (leases.ts words it).
+ */
 export class FencedError extends HefestoError {
   readonly currentEpoch: number | undefined;
 
-  constructor(epoch: number, currentEpoch?: number, active?: boolean) {
-    super(
-      'ErrFenced',
-      currentEpoch === epoch && active === false
-        ? `the lease of epoch ${epoch} was released`
-        : `fencing token ${epoch} is stale (stream lease epoch ${currentEpoch ?? 'none'})`,
-    );
+  constructor(message: string, currentEpoch?: number) {
+    super('ErrFenced', message);
     this.currentEpoch = currentEpoch;
   }
 }

@@ -7,6 +7,8 @@ export interface AuthOptions {
   keys: KeyService;
   /** The scope the route needs; none: any valid key (e.g. a key asking who it is). */
   scope?: Scope;
+  /** Why the route needs it, told to a caller whose key lacks it. */
+  why?: string;
 }
 
 /** Keys are short; anything longer is refused before it is hashed. */
@@ -24,11 +26,11 @@ const bearerToken = (header: string | undefined): string => {
  * a missing, malformed, unknown or revoked key, 403 ErrForbidden for a key without the scope.
  * The principal it sets is the only source of the tenant for the rest of the request.
  */
-export const requireKey = ({ keys, scope }: AuthOptions): MiddlewareHandler<AppEnv> =>
+export const requireKey = ({ keys, scope, why }: AuthOptions): MiddlewareHandler<AppEnv> =>
   async function requireKey(c, next) {
     const principal = await keys.authenticate(bearerToken(c.req.header('authorization')));
     if (scope !== undefined && !principal.scopes.includes(scope)) {
-      throw new ForbiddenError(`this key lacks the ${scope} scope`);
+      throw new ForbiddenError(`this key lacks the ${scope} scope${why ? ` (${why})` : ''}`);
     }
     c.set('principal', principal);
     await next();

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { StreamParams } from './schemas.js';
 
 /** Schemas of the lease and effect routes (validation and OpenAPI in one). */
 
@@ -14,7 +15,8 @@ export const FencingHeaders = z.object({
     .openapi({
       param: { name: 'Hefesto-Fencing-Token', in: 'header' },
       description:
-        'The lease epoch of the writer; an older epoch than the stream’s is 409 ErrFenced',
+        'The lease epoch of the writer; any other epoch is 409 ErrFenced. Without it, writes ' +
+        'are refused (409 ErrFenced) while another worker holds the lease exclusively.',
     }),
 });
 
@@ -22,6 +24,15 @@ export const LeaseBody = z
   .strictObject({
     owner: z.string().regex(OWNER_PATTERN),
     ttlMs: z.number().int().min(1000).max(300_000),
+    exclusive: z
+      .boolean()
+      .optional()
+      .openapi({
+        description:
+          'Default true: while the lease is held, writes without its epoch as ' +
+          'Hefesto-Fencing-Token are refused (409 ErrFenced). false: only writers that send a ' +
+          'token are fenced, as before leases were exclusive.',
+      }),
   })
   .openapi('LeaseRequest');
 
@@ -46,6 +57,7 @@ export const LeaseResult = z
     epoch: z.number().int(),
     expiresAt: z.iso.datetime(),
     draining: z.boolean(),
+    exclusive: z.boolean().openapi({ description: 'Writes without the epoch are refused' }),
   })
   .openapi('Lease');
 
@@ -58,8 +70,8 @@ export const DrainResult = z
   })
   .openapi('DrainResult');
 
-export const EffectParams = z.object({
-  streamId: z.string().openapi({ param: { name: 'streamId', in: 'path' } }),
+/** Stream ids are validated by the one schema (StreamParams), as on every route. */
+export const EffectParams = StreamParams.extend({
   effectKey: z
     .string()
     .regex(EFFECT_KEY_PATTERN)
@@ -107,8 +119,7 @@ export const EffectResult = z
   })
   .openapi('Effect');
 
-export const SagaParams = z.object({
-  streamId: z.string().openapi({ param: { name: 'streamId', in: 'path' } }),
+export const SagaParams = StreamParams.extend({
   sagaId: z
     .string()
     .regex(EFFECT_KEY_PATTERN)

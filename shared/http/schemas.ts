@@ -27,7 +27,10 @@ export const StreamParams = z.object({
 });
 
 export const KeyParams = z.object({
-  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: '3f9a1c0b7d2e4a61' }),
+  id: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/, 'must be a key id (16 lowercase hex digits)')
+    .openapi({ param: { name: 'id', in: 'path' }, example: '3f9a1c0b7d2e4a61' }),
 });
 
 export const IdempotencyHeaders = z.object({
@@ -65,7 +68,8 @@ export const WriteHeaders = IdempotencyHeaders.extend({
     .openapi({
       param: { name: 'Hefesto-Fencing-Token', in: 'header' },
       description:
-        'The lease epoch of the writer; an older epoch than the stream’s is 409 ErrFenced',
+        'The lease epoch of the writer; any other epoch is 409 ErrFenced. Without it, writes ' +
+        'are refused (409 ErrFenced) while another worker holds the lease exclusively.',
     }),
 });
 

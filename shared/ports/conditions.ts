@@ -43,6 +43,8 @@ export const conditionHolds = (item: Item | undefined, condition: Condition): bo
       return item === undefined;
     case 'attrNotExists':
       return item === undefined || item[condition.attr] === undefined;
+    case 'any':
+      return condition.conditions.some((c) => conditionHolds(item, c));
     default:
       return item !== undefined && compare(item[condition.attr], condition.op, condition.value);
   }

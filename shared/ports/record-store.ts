@@ -35,12 +35,14 @@ export type Item = ItemKey & { ttl?: number } & { [attr: string]: JsonValue | un
  * One condition; a write's conditions must all hold.
  * - `{ op: 'exists' }` / `{ op: 'notExists' }`: whether an item is stored under the key.
  * - comparisons on a top-level attribute: the item must exist and carry the attribute.
+ * - `{ op: 'any', conditions }`: at least one of them holds (none given: never holds).
  */
 export type Condition =
   | { op: 'exists' }
   | { op: 'notExists' }
   | { op: 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte'; attr: string; value: Scalar }
-  | { op: 'attrNotExists'; attr: string };
+  | { op: 'attrNotExists'; attr: string }
+  | { op: 'any'; conditions: Condition[] };
 
 export interface WriteOptions {
   conditions?: Condition[];

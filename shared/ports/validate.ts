@@ -44,7 +44,10 @@ export const checkItem = (item: Item): void => {
 };
 
 export const checkConditions = (conditions: Condition[] = []): void => {
-  for (const c of conditions) if ('attr' in c) checkAttrName(c.attr);
+  for (const c of conditions) {
+    if ('attr' in c) checkAttrName(c.attr);
+    if (c.op === 'any') checkConditions(c.conditions);
+  }
 };
 
 export const checkUpdate = (update: UpdateSpec): void => {

@@ -1,6 +1,8 @@
 import {
   ConflictError,
   DivergenceError,
+  DrainingError,
+  FencedError,
   HefestoError,
   IdempotencyInProgressError,
   IdempotencyKeyReusedError,
@@ -26,7 +28,8 @@ import {
 import { commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
   headKey,
-  idempotencyKey,
+  idempotencyRecordKey,
+  isServiceKey,
   pad16,
   SEGMENT_INDEX_PREFIX,
   segmentIndexKey,
@@ -35,7 +38,8 @@ import {
   toIdempotency,
   toSegmentIndex,
 } from './layout.js';
-import { fenceCheck, fenceError, isFenced, leaseKey } from './leases.js';
+import { barOrphanWriter, isRefused, markRefused, notRefusedCheck } from './lease-orphans.js';
+import { type Fence, fenceError, isFenced, leaseGuard, leaseKey } from './leases.js';
 
 export {
   type AppendOptions,
@@ -143,13 +147,15 @@ export class Appender {
       };
       const key = segmentKey(req.tenant, req.stream, head.seq + 1);
       const body = encodeSegment(header, events);
+      let commitHead = head;
       try {
         await objects.putIfAbsent(key, body);
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
         const outcome = await this.#rollForward(req, head, key, body);
-        if (outcome === 'replaced') {
+        if (outcome && 'replaced' in outcome) {
           // a fenced writer's orphan was there: our segment took its place
+          commitHead = outcome.replaced;
         } else if (outcome) {
           return outcome;
         } else {
@@ -177,24 +183,13 @@ export class Appender {
         await this.#commit(
           req.tenant,
           req.stream,
-          head,
+          commitHead,
           { ...header, ...ours, ...extra },
           key,
           req.fence,
         );
       } catch (err) {
-        if (!(err instanceof ConflictError)) throw err;
-        if (isDeleting(err.current)) throw new StreamNotFoundError(req.stream);
-        if (req.fence) {
-          const lease = await this.#o.records.get(leaseKey(req.tenant, req.stream));
-          if (isFenced(lease, req.fence)) throw fenceError(req.fence.epoch, lease);
-        }
-        if (!(await this.#isCommitted(req.tenant, req.stream, ours))) {
-          throw new HefestoError(
-            'ErrInternal',
-            `segment ${key} lost its head race without being adopted`,
-          );
-        }
+        await this.#lostCommit(req, ours, commitHead, key, err);
       }
       crash?.('committed');
       return { response: responseOf(ours, ours.stateDigest), replayed: false, deltas: ours.deltas };
@@ -204,10 +199,51 @@ export class Appender {
     );
   }
 
+  /**
+   * Our commit failed. Returns when our events are in the chain after all (another writer
+   * rolled our segment forward first); otherwise throws what happened.
+   */
+  async #lostCommit(
+    req: AppendRequest,
+    ours: { firstSeq: number; lastSeq: number; lastHash: string },
+    head: ChainHead,
+    key: string,
+    err: unknown,
+  ): Promise<void> {
+    const { records, clock } = this.#o;
+    const { tenant, stream } = req;
+    if (err instanceof FencedError && !req.fence) {
+      // Refused while another worker holds the lease exclusively: mark our segment so that
+      // nobody adopts it later (lease-orphans.ts), then answer the truth.
+      await markRefused(records, tenant, stream, ours);
+      if (await this.#isCommitted(tenant, stream, ours)) return;
+      throw err;
+    }
+    if (!(err instanceof ConflictError)) throw err;
+    if (isDeleting(err.current)) throw new StreamNotFoundError(stream);
+    if (await this.#isCommitted(tenant, stream, ours)) return;
+    const lease = await records.get(leaseKey(tenant, stream));
+    const now = clock.now();
+    if (isFenced(lease, req.fence, now)) throw fenceError(lease, { ...req.fence }, now);
+    const current = err.current as Item | undefined;
+    if (err.index === 0 && current !== undefined && current.epoch !== head.epoch) {
+      // Our head moved its epoch on: barred by a writer that replaced our segment.
+      throw new FencedError(
+        'an exclusive lease held while this write was in flight refused it; nothing was ' +
+          'written: retry',
+      );
+    }
+    throw new HefestoError(
+      'ErrInternal',
+      `segment ${key} lost its head race without being adopted`,
+    );
+  }
+
   /** The stored answer for this request's Idempotency-Key, if it was already committed. */
   async storedResult(req: AppendRequest): Promise<AppendOutcome | undefined> {
     if (!req.idempotency) return undefined;
-    const item = await this.#o.records.get(idempotencyKey(req.tenant, req.idempotency.key));
+    const key = idempotencyRecordKey(req.tenant, req.stream, req.idempotency.key);
+    const item = await this.#o.records.get(key);
     if (!item) return undefined;
     const record = toIdempotency(item);
     if (record.digest !== req.idempotency.digest || record.stream !== req.stream) {
@@ -226,7 +262,7 @@ export class Appender {
     head: ChainHead,
     key: string,
     ours: Uint8Array,
-  ): Promise<AppendOutcome | 'replaced' | undefined> {
+  ): Promise<AppendOutcome | { replaced: ChainHead } | undefined> {
     const stored = await this.#o.objects.get(key);
     if (!stored) return undefined; // removed in between (compaction): start again
     const { header, events } = decodeSegment(stored.body, {
@@ -235,21 +271,27 @@ export class Appender {
       firstSeq: head.seq + 1,
       prevHash: head.hash,
     });
-    if (header.epoch > 0) {
-      // Written under a lease: if that epoch has been fenced since (or, for a checkpoint, the
-      // stream is draining), its writer's commit can never succeed (it checks the lease), so
-      // nobody may adopt it either. Replace it with
-      // our segment (conditional on its etag: one replacer wins) instead of rolling it forward.
-      const lease = await this.#o.records.get(leaseKey(req.tenant, req.stream));
-      const checkpoint = events.some((e) => e.type === DELTA_EVENT);
-      if (isFenced(lease, { epoch: header.epoch, checkpoint })) {
-        try {
-          await this.#o.objects.putIfMatch(key, ours, stored.etag);
-          return 'replaced';
-        } catch (err) {
-          if (err instanceof ConflictError) return undefined;
-          throw err;
-        }
+    // Its writer's commit checks the lease (its epoch, or with none that no exclusive lease is
+    // held). If that check fails now, nobody may adopt it either: replace it with our segment
+    // (conditional on its etag: one replacer wins) instead of rolling it forward. A fenced
+    // epoch stays fenced; an unfenced writer is first barred for good (lease-orphans.ts).
+    const checkpoint = events.some((e) => e.type === DELTA_EVENT);
+    const writer: Fence = header.epoch > 0 ? { epoch: header.epoch, checkpoint } : undefined;
+    const lease = await this.#o.records.get(leaseKey(req.tenant, req.stream));
+    const now = this.#o.clock.now();
+    const { records } = this.#o;
+    if (
+      isFenced(lease, writer, now) ||
+      (!writer && (await isRefused(records, req.tenant, req.stream, header)))
+    ) {
+      const barred = writer ? head : await barOrphanWriter(records, this.#o, { ...req, head, now });
+      if (!barred) return undefined;
+      try {
+        await this.#o.objects.putIfMatch(key, ours, stored.etag);
+        return { replaced: barred };
+      } catch (err) {
+        if (err instanceof ConflictError) return undefined;
+        throw err;
       }
     }
     const batch = sealedEffect(events);
@@ -265,10 +307,14 @@ export class Appender {
       }
     }
     try {
-      await this.#commit(req.tenant, req.stream, head, { ...header, ...effect, ...extra }, key);
+      const segment = { ...header, ...effect, ...extra };
+      const checks = writer ? [] : [notRefusedCheck(req.tenant, req.stream, header)];
+      await this.#commit(req.tenant, req.stream, head, segment, key, writer, checks);
     } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
-      return undefined; // someone else committed first: start again
+      // Someone else committed first, or the lease moved since we read it: start again.
+      if (err instanceof ConflictError || err instanceof FencedError) return undefined;
+      if (err instanceof DrainingError) return undefined;
+      throw err;
     }
     return sameKey
       ? { response: responseOf(header, effect.stateDigest), replayed: true }
@@ -282,7 +328,8 @@ export class Appender {
     head: ChainHead,
     segment: CommitSegment,
     objectKey: string,
-    fence?: AppendRequest['fence'],
+    fence: Fence,
+    checks: TransactOp[] = [],
   ): Promise<void> {
     const now = this.#o.clock.now();
     const hk = headKey(tenant, stream);
@@ -352,21 +399,33 @@ export class Appender {
     if (segment.idempotencyKey !== null && segment.requestDigest !== null) {
       // Unconditional: the head condition already makes this commit the only one; an expired
       // record of a reused key may still be stored and is rightly replaced.
+      // The service's own keys never expire (layout.ts): they live as long as the stream.
+      const ttl = isServiceKey(segment.idempotencyKey)
+        ? {}
+        : { ttl: Math.floor(now / 1000) + this.#o.idempotencyTtlSeconds };
       ops.push({
         kind: 'put',
         item: {
-          ...idempotencyKey(tenant, segment.idempotencyKey),
+          ...idempotencyRecordKey(tenant, stream, segment.idempotencyKey),
           stream,
           digest: segment.requestDigest,
           status: 201,
           body: { ...responseOf(segment, segment.stateDigest) },
           createdAt: now,
-          ttl: Math.floor(now / 1000) + this.#o.idempotencyTtlSeconds,
+          ...ttl,
         },
       });
     }
-    if (fence) ops.push(fenceCheck(tenant, stream, fence.epoch, fence.checkpoint));
-    await this.#o.records.transact(ops);
+    // Last, so a conflict at its index means every other condition held: refused by the lease.
+    ops.push(...checks, leaseGuard(tenant, stream, fence, now));
+    try {
+      await this.#o.records.transact(ops);
+    } catch (err) {
+      if (err instanceof ConflictError && err.index === ops.length - 1) {
+        throw fenceError(err.current as Item | undefined, { ...fence }, now);
+      }
+      throw err;
+    }
   }
 
   /**

@@ -1,11 +1,25 @@
-import { canonicalJson, type JsonValue } from '../domain/canonical.js';
+import type { JsonValue } from '../domain/canonical.js';
 import { ConflictError, EffectMismatchError, EffectNotHeldError } from '../domain/errors.js';
-import { sha256Hex } from '../domain/hashing.js';
 import type { Clock, IdSource } from '../ports/clock.js';
-import type { Item, ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
+import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { Appender } from './append.js';
+import { EffectEvents } from './effect-events.js';
+import {
+  type EffectRecord,
+  type EffectStatus,
+  effectRecordKey as effectKeyOf,
+  toEffect,
+} from './effect-model.js';
 import { streamPk } from './layout.js';
-import { fenceCheck, fenceError } from './leases.js';
+import { fenceError, leaseGuard } from './leases.js';
+import type { Reader } from './reader.js';
+
+export {
+  EFFECT_COMPLETED,
+  EFFECT_FAILED,
+  type EffectRecord,
+  type EffectStatus,
+} from './effect-model.js';
 
 /**
  * Exactly-once side effects (a payment, a push, an email) and sagas.
@@ -21,33 +35,12 @@ import { fenceCheck, fenceError } from './leases.js';
  *                               the external system whether it happened before finishing)
  *          completed / failed -> the stored result / error: do not run it again
  *   complete/fail: 1. conditional update (holder and pending) -> completed/failed;
- *                  2. the ledger event hefesto.effect.completed/failed, appended with an
- *                     Idempotency-Key derived from the effect key.
+ *                  2. the ledger event hefesto.effect.completed/failed, written once and its
+ *                     seq kept on the record (effect-events.ts).
  *   Dies between 1 and 2: the effect is finished (exactly once) but its ledger event is
- *   missing until the next begin/complete/fail of that effect, which appends it (same key,
- *   so never twice).
+ *   missing until the next begin/complete/fail of that effect, which appends it (under a key
+ *   the service derives per stream and never lets expire, so never twice).
  */
-
-export const EFFECT_COMPLETED = 'hefesto.effect.completed';
-export const EFFECT_FAILED = 'hefesto.effect.failed';
-
-export type EffectStatus = 'pending' | 'completed' | 'failed';
-
-export interface EffectRecord {
-  effectKey: string;
-  kind: string;
-  intent: JsonValue;
-  compensation: JsonValue | null;
-  sagaId: string | null;
-  status: EffectStatus;
-  holder: string;
-  leaseExpiresAt: number;
-  attempts: number;
-  result: JsonValue | null;
-  error: JsonValue | null;
-  createdAt: number;
-  finishedAt: number | null;
-}
 
 export type BeginOutcome =
   | {
@@ -92,24 +85,21 @@ export interface FinishRequest {
 export interface EffectServiceOptions {
   records: RecordStore;
   appender: Appender;
+  /** Finds the events of effects finished before their seq was kept. */
+  reader: Reader;
   clock: Clock;
   ids: IdSource;
   /** Default holder lease. Default 30 s. */
   leaseMs?: number;
 }
 
-const effectKeyOf = (tenant: string, stream: string, effectKey: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `effect#${effectKey}`,
-});
-
-const toEffect = (item: Item): EffectRecord => item as unknown as EffectRecord;
-
 export class EffectService {
   readonly #o: EffectServiceOptions & { leaseMs: number };
+  readonly #events: EffectEvents;
 
   constructor(options: EffectServiceOptions) {
     this.#o = { ...options, leaseMs: options.leaseMs ?? 30_000 };
+    this.#events = new EffectEvents(options);
   }
 
   async get(tenant: string, stream: string, effectKey: string): Promise<EffectRecord | undefined> {
@@ -126,7 +116,7 @@ export class EffectService {
       const current = await this.get(req.tenant, req.stream, req.effectKey);
       if (current && current.kind !== req.kind) throw new EffectMismatchError(req.effectKey);
       if (current?.status === 'completed' || current?.status === 'failed') {
-        await this.#record(req.tenant, req.stream, current, req.fence);
+        await this.#events.ensure(req.tenant, req.stream, current, req.fence);
         return current.status === 'completed'
           ? { status: 'completed', effectKey: req.effectKey, result: current.result ?? null }
           : { status: 'failed', effectKey: req.effectKey, error: current.error ?? null };
@@ -201,7 +191,8 @@ export class EffectService {
     let record: EffectRecord;
     try {
       const finishedAt = clock.now();
-      const set = { status, [status === 'completed' ? 'result' : 'error']: value, finishedAt };
+      const outcome = { [status === 'completed' ? 'result' : 'error']: value };
+      const set = { status, ...outcome, finishedAt, eventSeq: 0 };
       await this.#write(
         {
           kind: 'update',
@@ -224,69 +215,28 @@ export class EffectService {
       if (!current || !same) throw new EffectNotHeldError(req.effectKey);
       record = current; // this very call, repeated: answer it again
     }
-    await this.#record(req.tenant, req.stream, record, req.fence);
-    return record;
+    return this.#events.ensure(req.tenant, req.stream, record, req.fence);
   }
 
   /**
-   * One conditional write of the effect record; with a fencing token, in one transaction
-   * with the lease check, so a fenced worker can neither take nor finish an effect.
+   * One conditional write of the effect record, in one transaction with the lease guard: a
+   * fenced worker can neither take nor finish an effect, nor can a worker without a token
+   * while another holds the stream's lease exclusively.
    */
   async #write(
     op: TransactOp,
     req: { tenant: string; stream: string; fence?: number },
   ): Promise<void> {
-    if (req.fence === undefined) {
-      if (op.kind === 'put') await this.#o.records.put(op.item, { conditions: op.conditions });
-      else if (op.kind === 'update')
-        await this.#o.records.update(op.key, op.update, { conditions: op.conditions });
-      return;
-    }
+    const now = this.#o.clock.now();
+    const fence = req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: false };
     try {
-      await this.#o.records.transact([op, fenceCheck(req.tenant, req.stream, req.fence, false)]);
+      await this.#o.records.transact([op, leaseGuard(req.tenant, req.stream, fence, now)]);
     } catch (err) {
       if (err instanceof ConflictError && err.index === 1) {
-        throw fenceError(req.fence, err.current as Item | undefined);
+        throw fenceError(err.current as Item | undefined, { epoch: req.fence }, now);
       }
       throw err;
     }
-  }
-
-  /** Step 2: the ledger event of a finished effect (idempotent by effect key). */
-  async #record(
-    tenant: string,
-    stream: string,
-    effect: EffectRecord,
-    fence?: number,
-  ): Promise<void> {
-    if (effect.status === 'pending') return;
-    const completed = effect.status === 'completed';
-    await this.#o.appender.append({
-      tenant,
-      stream,
-      events: [
-        {
-          type: completed ? EFFECT_COMPLETED : EFFECT_FAILED,
-          payload: {
-            effectKey: effect.effectKey,
-            kind: effect.kind,
-            sagaId: effect.sagaId,
-            ...(completed ? { result: effect.result } : { error: effect.error }),
-          },
-        },
-      ],
-      idempotency: {
-        key: `effect:${effect.effectKey}:${effect.status}`,
-        digest: sha256Hex(
-          canonicalJson({
-            effectKey: effect.effectKey,
-            status: effect.status,
-            holder: effect.holder,
-          }),
-        ),
-      },
-      fence: fence === undefined ? undefined : { epoch: fence, checkpoint: false },
-    });
   }
 
   /** Completed effects of a saga that registered a compensation, latest first. */

@@ -11,6 +11,9 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  * | segment index     | t#{tenant}#s#{stream}     | seg#{lastSeq, 16d}  |
  * | snapshot index    | t#{tenant}#s#{stream}     | snap#{INV - seq}    |
  * | idempotency       | t#{tenant}#idem#{key}     | idem                |
+ * | service idem. key | t#{tenant}#s#{stream}     | idem#{key}          |
+ * | writer lease      | t#{tenant}#s#{stream}     | writer-lease        |
+ * | refused batch     | t#{tenant}#s#{stream}     | refused#{seq, 16d}  |
  * | API key           | key#{keyId}               | key                 |
  * | bootstrap marker  | bootstrap                 | bootstrap           |
  * | compactor lease   | t#{tenant}#s#{stream}     | compactor-lease     |
@@ -71,6 +74,26 @@ export const idempotencyKey = (tenant: string, key: string): ItemKey => ({
   pk: `t#${tenant}#idem#${key}`,
   sk: 'idem',
 });
+
+/**
+ * Idempotency keys the service derives itself (an effect's ledger event) start with this
+ * mark. A client's Idempotency-Key is printable ASCII (idempotency-key.ts), so it never does:
+ * the service's keys live in a namespace no client key reaches. Their records are kept in the
+ * stream's own partition (scoped by stream, deleted with it) and never expire, so the request
+ * they dedupe is written once however late it is repeated. Segment headers carry the marked
+ * key, so a writer rolling such a segment forward stores its record in the same place.
+ */
+export const SERVICE_KEY_MARK = '\u0000';
+
+export const serviceIdempotencyKey = (name: string): string => `${SERVICE_KEY_MARK}${name}`;
+
+export const isServiceKey = (key: string): boolean => key.startsWith(SERVICE_KEY_MARK);
+
+/** Where the idempotency record of `key` (a client's or the service's) lives. */
+export const idempotencyRecordKey = (tenant: string, stream: string, key: string): ItemKey =>
+  isServiceKey(key)
+    ? { pk: streamPk(tenant, stream), sk: `idem#${key.slice(SERVICE_KEY_MARK.length)}` }
+    : idempotencyKey(tenant, key);
 
 /** The chain head: the only mutable pointer of a stream, moved by conditional writes. */
 export interface HeadRecord {

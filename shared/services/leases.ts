@@ -12,11 +12,19 @@ import { streamPk } from './layout.js';
 /**
  * Worker leases with fencing, for hot migration of a stream between workers.
  *
- * One record per stream (sk `writer-lease`): {owner, epoch, active, draining, expiresAt}.
- * Acquiring a free (or expired, or released) lease takes epoch + 1. Every write may carry
- * the epoch as its fencing token; the append commit then includes a `check` of this record
- * (epoch equal, lease active, and for checkpoints not draining) in the SAME transaction that
- * moves the head, so a stale worker's write can never land after a newer worker took over.
+ * One record per stream (sk `writer-lease`): {owner, epoch, active, draining, expiresAt,
+ * exclusive}. Every acquisition takes epoch + 1, by a new owner or by the same owner again
+ * (a restarted worker must not share its dead predecessor's token); renew extends a held
+ * lease at its epoch. Every write may carry the epoch as its fencing token; the append commit
+ * then includes a `check` of this record (epoch equal, lease active, and for checkpoints not
+ * draining) in the SAME transaction that moves the head, so a stale worker's write can never
+ * land after a newer worker took over.
+ *
+ * Exclusive (the default): while the lease is held (active and not expired), a write WITHOUT
+ * a token is refused too, by a check in the same transaction (no exclusive lease held now),
+ * so a worker that skips the lease cannot fork the run. A lease taken with exclusive: false
+ * only fences writers that carry a token. Records written before exclusivity existed carry no
+ * `exclusive` and count as non-exclusive (their holders took them under those terms).
  *
  * Hot migration (drain):
  *   1. mark the lease draining (checkpoints refused: no new turns; other writes of the
@@ -34,6 +42,8 @@ export interface LeaseRecord {
   active: boolean;
   draining: boolean;
   expiresAt: number;
+  /** Writes without the epoch are refused while it is held. */
+  exclusive: boolean;
 }
 
 export const leaseKey = (tenant: string, stream: string): ItemKey => ({
@@ -47,7 +57,14 @@ const toLease = (item: Item): LeaseRecord => ({
   active: item.active === true,
   draining: item.draining === true,
   expiresAt: Number(item.expiresAt),
+  exclusive: item.exclusive === true,
 });
+
+/** A writer's fencing token; none for a write that carries no Hefesto-Fencing-Token. */
+export type Fence = { epoch: number; checkpoint: boolean } | undefined;
+
+const heldExclusively = (lease: LeaseRecord | undefined, now: number): lease is LeaseRecord =>
+  lease?.exclusive === true && lease.active && lease.expiresAt > now;
 
 /** What a fenced write must satisfy, as a transaction check. */
 export const fenceCheck = (
@@ -65,22 +82,87 @@ export const fenceCheck = (
   ],
 });
 
-/** Whether a write under `fence` would fail the fence check against this lease record. */
-export const isFenced = (
-  current: Item | undefined,
-  fence: { epoch: number; checkpoint: boolean },
-): boolean => {
+/**
+ * The lease check of a write's commit: its fence, or, without one, that no exclusive lease is
+ * held at `now` (the negation of heldExclusively; a missing record has no `exclusive`).
+ */
+export const leaseGuard = (
+  tenant: string,
+  stream: string,
+  fence: Fence,
+  now: number,
+): TransactOp =>
+  fence
+    ? fenceCheck(tenant, stream, fence.epoch, fence.checkpoint)
+    : {
+        kind: 'check',
+        key: leaseKey(tenant, stream),
+        conditions: [
+          {
+            op: 'any',
+            conditions: [
+              { op: 'attrNotExists', attr: 'exclusive' },
+              { op: 'eq', attr: 'exclusive', value: false },
+              { op: 'eq', attr: 'active', value: false },
+              { op: 'lte', attr: 'expiresAt', value: now },
+            ],
+          },
+        ],
+      };
+
+/** Whether a write under `fence` would fail its lease guard against this lease record. */
+export const isFenced = (current: Item | undefined, fence: Fence, now: number): boolean => {
   const lease = current ? toLease(current) : undefined;
+  if (!fence) return heldExclusively(lease, now);
   return (
     !lease || lease.epoch !== fence.epoch || !lease.active || (fence.checkpoint && lease.draining)
   );
 };
 
-/** The domain error for a failed fence check, from what the lease record holds now. */
-export const fenceError = (epoch: number, current: Item | undefined): Error => {
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The domain error for a write (or lease call) the lease refused, from what the lease record
+ * holds now: says which of the cases it is, so a worker knows whether it was replaced, is
+ * early, or simply forgot its token.
+ */
+export const fenceError = (
+  current: Item | undefined,
+  by: { epoch?: number; owner?: string },
+  now: number,
+): Error => {
   const lease = current ? toLease(current) : undefined;
-  if (lease && lease.epoch === epoch && lease.active && lease.draining) return new DrainingError();
-  return new FencedError(epoch, lease?.epoch, lease?.active);
+  const { epoch, owner } = by;
+  if (epoch === undefined) {
+    if (!heldExclusively(lease, now)) return new FencedError('the stream lease changed; retry');
+    return new FencedError(
+      `worker ${lease.owner} holds this stream's lease exclusively (epoch ${lease.epoch}, until ` +
+        `${iso(lease.expiresAt)}): writes must carry its epoch as Hefesto-Fencing-Token`,
+      lease.epoch,
+    );
+  }
+  if (!lease) return new FencedError(`fencing token ${epoch} names no lease of this stream`);
+  const at = lease.epoch;
+  if (epoch > at) {
+    return new FencedError(
+      `fencing token ${epoch} is from the future: the stream's lease is at epoch ${at}`,
+      at,
+    );
+  }
+  if (epoch < at) {
+    const holds = lease.active && lease.expiresAt > now ? 'holds it' : 'held it';
+    return new FencedError(
+      `fencing token ${epoch} is stale: the lease was acquired again at epoch ${at} ` +
+        `(${lease.owner} ${holds})`,
+      at,
+    );
+  }
+  if (!lease.active) return new FencedError(`the lease of epoch ${epoch} was released`, at);
+  if (owner !== undefined && owner !== lease.owner) {
+    return new FencedError(`the lease of epoch ${epoch} is held by ${lease.owner}`, at);
+  }
+  if (lease.draining) return new DrainingError();
+  return new FencedError(`the lease of epoch ${epoch} changed; retry`, at);
 };
 
 export interface LeaseServiceOptions {
@@ -113,12 +195,17 @@ export class LeaseService {
     return ttlMs;
   }
 
-  /** Takes the lease (epoch + 1), or extends it when `owner` already holds it. */
+  /**
+   * Takes the lease with epoch + 1: when it is free (never taken, released or expired), or
+   * held by this same owner (a restarted worker takes over from its predecessor, whose token
+   * is fenced from then on). Another owner's live lease is ErrLeaseHeld. Use renew to extend.
+   */
   async acquire(
     tenant: string,
     stream: string,
     owner: string,
     ttlMs: number,
+    options: { exclusive?: boolean } = {},
   ): Promise<LeaseRecord> {
     const ttl = this.#ttl(ttlMs);
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -128,10 +215,11 @@ export class LeaseService {
       if (held && current.owner !== owner) throw new LeaseHeldError(current.expiresAt);
       const next: LeaseRecord = {
         owner,
-        epoch: held ? (current?.epoch ?? 0) : (current?.epoch ?? 0) + 1,
+        epoch: (current?.epoch ?? 0) + 1,
         active: true,
-        draining: held ? (current?.draining ?? false) : false,
+        draining: false,
         expiresAt: now + ttl,
+        exclusive: options.exclusive ?? true,
       };
       try {
         await this.#records.put(
@@ -194,7 +282,9 @@ export class LeaseService {
       );
       return toLease(item);
     } catch (err) {
-      if (err instanceof ConflictError) throw fenceError(epoch, err.current as Item | undefined);
+      if (err instanceof ConflictError) {
+        throw fenceError(err.current as Item | undefined, { epoch, owner }, this.#clock.now());
+      }
       throw err;
     }
   }

@@ -61,6 +61,7 @@ export class Ledger {
       ...deps,
       ids: deps.ids ?? randomIds,
       appender: this.appender,
+      reader: this.reader,
     });
   }
 }

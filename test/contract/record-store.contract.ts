@@ -112,6 +112,45 @@ export const recordStoreContract = (name: string, make: MakeRecordStore): void =
         expect(await store.get({ pk: 'p', sk: 'new' })).toEqual({ pk: 'p', sk: 'new', v: 1 });
       });
 
+      it('holds an any condition when one of its conditions holds, on a missing item too', async () => {
+        const held = { op: 'eq' as const, attr: 'held', value: true };
+        const expired = { op: 'lte' as const, attr: 'until', value: 100 };
+        const free = { op: 'any' as const, conditions: [{ op: 'notExists' as const }, expired] };
+        const cases: Array<[Item | undefined, Parameters<RecordStore['put']>[1], boolean]> = [
+          [undefined, { conditions: [free] }, true],
+          [{ pk: 'p', sk: 'a', until: 50 }, { conditions: [free] }, true],
+          [{ pk: 'p', sk: 'a', until: 150 }, { conditions: [free] }, false],
+          [
+            { pk: 'p', sk: 'a', until: 150, held: false },
+            { conditions: [{ ...free, conditions: [expired, { ...held, value: false }] }] },
+            true,
+          ],
+          [{ pk: 'p', sk: 'a', until: 150 }, { conditions: [free, { op: 'exists' }] }, false],
+          [{ pk: 'p', sk: 'a', until: 50 }, { conditions: [{ op: 'any', conditions: [] }] }, false],
+          [
+            { pk: 'p', sk: 'a', held: true },
+            { conditions: [{ op: 'any', conditions: [held] }] },
+            true,
+          ],
+        ];
+        for (const [stored, options, holds] of cases) {
+          await store.delete({ pk: 'p', sk: 'a' });
+          if (stored) await store.put(stored);
+          const err = await conflictOf(store.put({ pk: 'p', sk: 'a', v: 1 }, options));
+          expect({ stored, options, conflict: err instanceof ConflictError }).toEqual({
+            stored,
+            options,
+            conflict: !holds,
+          });
+        }
+        await expect(
+          store.put(
+            { pk: 'p', sk: 'b' },
+            { conditions: [{ op: 'any', conditions: [{ op: 'eq', attr: 'bad name', value: 1 }] }] },
+          ),
+        ).rejects.toBeInstanceOf(InvalidInputError);
+      });
+
       it('refuses invalid attribute names before writing', async () => {
         await expect(store.put({ pk: 'p', sk: 's', 'bad name': 1 })).rejects.toBeInstanceOf(
           InvalidInputError,

@@ -18,6 +18,7 @@ interface LeaseBody {
   epoch: number;
   expiresAt: string;
   draining: boolean;
+  exclusive?: boolean;
   active?: boolean;
 }
 interface Begun {
@@ -85,6 +86,7 @@ describe.each(STORE_FACTORIES)('leases and effects API on $name stores', (factor
         epoch: 1,
         expiresAt: new Date(T0 + 10_000).toISOString(),
         draining: false,
+        exclusive: true,
       });
       h.advance(4000);
       const renewed = await post('/lease/renew', { owner: 'worker-a', epoch: 1, ttlMs: 20_000 });

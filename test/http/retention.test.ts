@@ -23,6 +23,7 @@ const GRACE = 60_000;
 describe.each(STORE_FACTORIES)('retention API on $name stores', (factory) => {
   let h: Harness;
   let key: string;
+  let admin: string;
   const compactor = () =>
     new Compactor({
       objects: h.objects,
@@ -39,12 +40,13 @@ describe.each(STORE_FACTORIES)('retention API on $name stores', (factory) => {
       h.advance(GRACE * 2);
     }
   };
-  const putRetention = (stream: string, body: unknown, as = key) =>
+  const putRetention = (stream: string, body: unknown, as = admin) =>
     h.request(`/v1/streams/${stream}/retention`, { method: 'PUT', key: as, body });
 
   beforeEach(async () => {
     h = createHarness(factory);
     key = await h.newKey('acme');
+    admin = await h.newKey('acme', ['read', 'write', 'admin']);
   });
   afterEach(() => h.close());
 
@@ -99,9 +101,9 @@ describe.each(STORE_FACTORIES)('retention API on $name stores', (factory) => {
       expect(view.expiresAt).toBeNull();
     });
 
-    it('answers 404 for an unknown stream or another tenant’s, 403 without write scope', async () => {
+    it('answers 404 for an unknown stream or another tenant’s, 403 without the admin scope', async () => {
       await h.append(key, 'run-1', events(1));
-      const other = await h.newKey('other');
+      const other = await h.newKey('other', ['read', 'write', 'admin']);
       const reader = await h.newKey('acme', ['read']);
       expect((await putRetention('nope', { ttlSeconds: 1 })).status).toBe(404);
       expect((await putRetention('run-1', { ttlSeconds: 1 }, other)).status).toBe(404);
@@ -110,6 +112,30 @@ describe.each(STORE_FACTORIES)('retention API on $name stores', (factory) => {
       expect(forbidden.status).toBe(403);
       expect((await h.request('/v1/streams/run-1/retention', { key: reader })).status).toBe(200);
       expect((await h.request('/v1/streams/run-1/retention')).status).toBe(401);
+    });
+
+    it.each([
+      ['deleting the stream now', { ttlSeconds: 0 }],
+      ['a TTL', { ttlSeconds: 3600 }],
+      ['pruning', { pruneAfterSeconds: 1 }],
+      ['clearing both', { ttlSeconds: null, pruneAfterSeconds: null }],
+    ])('refuses %s to a write-scope key (403 ErrForbidden), changing nothing', async (_, body) => {
+      await h.append(key, 'run-1', events(3));
+      const before = await read<Retention>(h.request('/v1/streams/run-1/retention', { key }));
+      const res = await putRetention('run-1', body, key);
+      expect(res.status).toBe(403);
+      expect(await res.json()).toMatchObject({ code: 'ErrForbidden' });
+      expect(await read(h.request('/v1/streams/run-1/retention', { key }))).toEqual(before);
+      await compactFully();
+      expect(await h.headSeq(key, 'run-1')).toBe(3);
+      expect((await h.request('/v1/streams/run-1/events', { key })).status).toBe(200);
+    });
+
+    it('documents the admin scope on PUT', async () => {
+      const doc = await read<{ paths: Record<string, Record<string, { description?: string }>> }>(
+        h.request('/v1/openapi.json'),
+      );
+      expect(doc.paths['/v1/streams/{streamId}/retention']?.put?.description).toMatch(/admin/);
     });
 
     it('is in the OpenAPI document', async () => {

@@ -199,7 +199,7 @@ describe.each(allStores.filter((f) => f.enabled))('effects and leases on $name',
     await expect(ledger.leases.acquire(T, S, 'worker-b', 5000)).rejects.toBeInstanceOf(
       LeaseHeldError,
     );
-    expect((await ledger.leases.acquire(T, S, 'worker-a', 5000)).epoch).toBe(1);
+    expect((await ledger.leases.renew(T, S, 'worker-a', 1, 5000)).epoch).toBe(1);
     await ledger.leases.release(T, S, 'worker-a', 1);
     await expect(ledger.leases.renew(T, S, 'worker-a', 1, 5000)).rejects.toBeInstanceOf(
       FencedError,

@@ -7,6 +7,7 @@ import { LocalObjectStore } from '../../shared/adapters/local/local-object-store
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import {
@@ -29,7 +30,8 @@ export interface StorePair {
 export interface StoreFactory {
   name: string;
   enabled: boolean;
-  make(): Promise<StorePair>;
+  /** `clock` decides when records expire (default: the system clock). */
+  make(clock?: Clock): Promise<StorePair>;
 }
 
 /** Rewrites an object through the port itself (putIfMatch on its current etag). */
@@ -43,11 +45,11 @@ const tamperVia =
 export const memoryStores: StoreFactory = {
   name: 'memory',
   enabled: true,
-  make: async () => {
+  make: async (clock) => {
     const objects = new MemoryObjectStore();
     return {
       objects,
-      records: new MemoryRecordStore(),
+      records: new MemoryRecordStore({ clock }),
       tamper: tamperVia(objects),
       cleanup: async () => {},
     };
@@ -57,10 +59,10 @@ export const memoryStores: StoreFactory = {
 export const localStores: StoreFactory = {
   name: 'local',
   enabled: true,
-  make: async () => {
+  make: async (clock) => {
     const dir = mkdtempSync(join(tmpdir(), 'hefesto-svc-'));
     const objects = new LocalObjectStore({ dir: join(dir, 'objects') });
-    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
+    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite'), clock });
     return {
       objects,
       records,
@@ -77,7 +79,7 @@ export const localStores: StoreFactory = {
 export const awsStores: StoreFactory = {
   name: 'aws',
   enabled: hasAwsEmulators(),
-  make: async () => {
+  make: async (clock) => {
     const s3 = makeS3Client({ maxAttempts: 3 });
     const dynamo = makeDynamoClient({ maxAttempts: 3 });
     const bucket = await createTestBucket(s3);
@@ -85,7 +87,7 @@ export const awsStores: StoreFactory = {
     const objects = new S3ObjectStore({ client: s3, bucket: bucket.name });
     return {
       objects,
-      records: new DynamoRecordStore({ client: dynamo, table: table.name }),
+      records: new DynamoRecordStore({ client: dynamo, table: table.name, clock }),
       tamper: tamperVia(objects),
       cleanup: async () => {
         await Promise.all([bucket.cleanup(), table.cleanup()]);

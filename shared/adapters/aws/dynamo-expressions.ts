@@ -61,6 +61,10 @@ const compileCondition = (scope: ExpressionScope, c: Condition): string => {
       return `attribute_not_exists(${scope.name('pk')})`;
     case 'attrNotExists':
       return `attribute_not_exists(${scope.name(c.attr)})`;
+    case 'any':
+      return c.conditions.length === 0
+        ? `(attribute_exists(${scope.name('pk')}) AND attribute_not_exists(${scope.name('pk')}))`
+        : `(${c.conditions.map((inner) => compileCondition(scope, inner)).join(' OR ')})`;
     default: {
       const attr = scope.name(c.attr);
       // DynamoDB refuses a BOOL operand to <, <=, >, >= (ValidationException); the port

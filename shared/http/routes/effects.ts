@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import type { JsonValue } from '../../domain/canonical.js';
 import { NotFoundError } from '../../domain/errors.js';
 import type { KeyService } from '../../services/keys.js';
+import type { LeaseRecord } from '../../services/leases.js';
 import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
@@ -33,11 +34,12 @@ export interface EffectRoutesDeps {
   limits: HttpLimits;
 }
 
-const leaseJson = (l: { owner: string; epoch: number; expiresAt: number; draining: boolean }) => ({
+const leaseJson = (l: LeaseRecord) => ({
   owner: l.owner,
   epoch: l.epoch,
   expiresAt: new Date(l.expiresAt).toISOString(),
   draining: l.draining,
+  exclusive: l.exclusive,
 });
 
 /** The writer's fencing token (validated by FencingHeaders on the route). */
@@ -65,10 +67,13 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
   const acquire = createRoute({
     ...base,
     path: '/streams/{streamId}/lease',
-    summary: 'Acquire (or extend) the stream lease',
+    summary: 'Acquire the stream lease',
     description:
-      'Takes the lease with epoch + 1 (or extends it for the same owner); another owner’s live ' +
-      'lease is 409 ErrLeaseHeld. Send the epoch as Hefesto-Fencing-Token on every write.',
+      'Takes the lease with a new epoch (epoch + 1), also for the same owner again: a restarted ' +
+      'worker fences its predecessor. Another owner’s live lease is 409 ErrLeaseHeld; extend ' +
+      'yours with /renew. Send the epoch as Hefesto-Fencing-Token on every write: while the ' +
+      'lease is held, writes with another epoch, or (unless acquired with exclusive: false) ' +
+      'with none, are 409 ErrFenced.',
     request: { params: StreamParams, body: bodyOf(LeaseBody) },
     responses: { 200: json(LeaseResult, 'The lease'), ...leaseErrors },
   });
@@ -80,6 +85,7 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
       streamId,
       req.owner,
       req.ttlMs,
+      { exclusive: req.exclusive },
     );
     return c.json(leaseJson(lease), 200);
   });

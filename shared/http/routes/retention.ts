@@ -77,7 +77,9 @@ const ms = (seconds: number | null | undefined) =>
 export const retentionRoutes = ({ ledger, keys, limits }: RetentionRoutesDeps) => {
   const app = new OpenAPIHono<AppEnv>();
   const read = requireKey({ keys, scope: 'read' });
-  const write = requireKey({ keys, scope: 'write' });
+  // Retention destroys history (ttlSeconds: 0 deletes the stream, a horizon prunes it), and
+  // it is policy: a write key may only name a TTL when its append creates a stream.
+  const admin = requireKey({ keys, scope: 'admin', why: 'retention deletes history' });
 
   const get = createRoute({
     method: 'get',
@@ -103,10 +105,10 @@ export const retentionRoutes = ({ ledger, keys, limits }: RetentionRoutesDeps) =
     summary: 'Set the retention of a stream',
     description:
       'Sets the TTL and/or the pruning horizon of an existing stream (a field left out is ' +
-      'unchanged). New streams get the deployment default TTL (HEFESTO_RETENTION_DAYS), or ' +
+      'unchanged). Needs the admin scope: it deletes history. New streams get the deployment default TTL (HEFESTO_RETENTION_DAYS), or ' +
       'the `ttlSeconds` of the append that creates them.',
     security: BEARER_SECURITY,
-    middleware: [write, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
+    middleware: [admin, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
     request: {
       params: StreamParams,
       body: { required: true, content: { 'application/json': { schema: RetentionBody } } },
