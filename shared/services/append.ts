@@ -23,7 +23,8 @@ import {
   sealedEffect,
   stateEffect,
 } from './append-model.js';
-import { commitExtras, deltaSeqsOf } from './commit-extras.js';
+import { firstIndexRecord, headMismatch, headMissing } from './chain-head.js';
+import { chainEndCheck, commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
   headKey,
   idempotencyKey,
@@ -69,7 +70,10 @@ export {
  *      Dies after this step: the append is durable; the retry finds the idempotency record.
  *   4. Answer 201.
  *
- * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward.
+ * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward. So is a
+ * head that is not the chain end (its hash edited: the commit's condition on the index record
+ * of the head's segment fails) or that is missing while index records remain (deleted:
+ * readHead finds them when it finds no head); the operator repair (repair.ts) rebuilds it.
  *
  * The commit transaction also writes what compaction and retention need (commit-extras.ts),
  * and refuses a stream the compactor marked `deleting` (expired): such a stream answers
@@ -98,6 +102,9 @@ export class Appender {
   async readHead(tenant: string, stream: string): Promise<ChainHead> {
     const item = await this.#o.records.get(headKey(tenant, stream));
     if (item) return { ...toHead(item), exists: true };
+    // A new stream, unless its head was deleted: one query, on a stream's first append only.
+    const orphan = await firstIndexRecord(this.#o.records, tenant, stream);
+    if (orphan) throw headMissing(orphan);
     const now = this.#o.clock.now();
     return {
       seq: 0,
@@ -370,7 +377,26 @@ export class Appender {
       });
     }
     if (fence) ops.push(fenceCheck(tenant, stream, fence.epoch, fence.checkpoint));
-    await this.#o.records.transact(ops);
+    const anchor = chainEndCheck(tenant, stream, head);
+    if (anchor) ops.push(anchor);
+    try {
+      await this.#o.records.transact(ops);
+    } catch (err) {
+      if (!(err instanceof ConflictError) || !anchor || err.index !== ops.indexOf(anchor))
+        throw err;
+      // The head held but is not the chain end. Tampering, unless the head was pruned up to
+      // its seq meanwhile (the cleanup deletes that record): then commit on the pruned head.
+      const now = await this.readHead(tenant, stream);
+      if (now.seq !== head.seq || now.epoch !== head.epoch) throw err; // it moved: a head race
+      if (now.prunedSeq === head.prunedSeq || now.hash !== head.hash) {
+        // The segment chains on a hash no commit can accept: nothing acknowledged it, and
+        // left at head+1 it would stop every append after the repair. Best effort (the
+        // repair removes it too).
+        await this.#o.objects.delete(objectKey).catch(() => undefined);
+        throw headMismatch(head, 'the head hash is not the end of the chain');
+      }
+      await this.#commit(tenant, stream, now, segment, objectKey, fence);
+    }
   }
 
   /**
