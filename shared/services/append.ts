@@ -23,7 +23,7 @@ import {
   sealedEffect,
   stateEffect,
 } from './append-model.js';
-import { firstIndexRecord, headMismatch, headMissing } from './chain-head.js';
+import { headItem, headMismatch } from './chain-head.js';
 import { chainEndCheck, commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
   headKey,
@@ -100,11 +100,10 @@ export class Appender {
   }
 
   async readHead(tenant: string, stream: string): Promise<ChainHead> {
-    const item = await this.#o.records.get(headKey(tenant, stream));
+    // A missing head costs one query more (a new stream, or a deleted head: chain-head.ts),
+    // so only a stream's first append pays it.
+    const item = await headItem(this.#o.records, tenant, stream);
     if (item) return { ...toHead(item), exists: true };
-    // A new stream, unless its head was deleted: one query, on a stream's first append only.
-    const orphan = await firstIndexRecord(this.#o.records, tenant, stream);
-    if (orphan) throw headMissing(orphan);
     const now = this.#o.clock.now();
     return {
       seq: 0,

@@ -1,5 +1,5 @@
 import { StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
-import type { RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore } from '../ports/record-store.js';
 import {
   type HeadRecord,
   headKey,
@@ -53,6 +53,25 @@ export const firstIndexRecord = async (
 };
 
 /**
+ * The head item, or undefined for a stream that does not exist. No head while index records
+ * remain is a deleted head (ErrTamperedLedger), unless the head is there when read again: the
+ * stream was created between the two reads.
+ */
+export const headItem = async (
+  records: RecordStore,
+  tenant: string,
+  stream: string,
+): Promise<Item | undefined> => {
+  const item = await records.get(headKey(tenant, stream));
+  if (item) return item;
+  const orphan = await firstIndexRecord(records, tenant, stream);
+  if (!orphan) return undefined;
+  const again = await records.get(headKey(tenant, stream));
+  if (again) return again;
+  throw headMissing(orphan);
+};
+
+/**
  * The head record as stored. None: ErrStreamNotFound, unless index records remain (only a
  * commit writes them, together with the head; retention deletes the head last): then the
  * head was deleted, ErrTamperedLedger. Marked `deleting`: ErrStreamNotFound.
@@ -62,12 +81,8 @@ export const readTrustedHead = async (
   tenant: string,
   stream: string,
 ): Promise<HeadRecord> => {
-  const item = await records.get(headKey(tenant, stream));
-  if (!item) {
-    const orphan = await firstIndexRecord(records, tenant, stream);
-    if (orphan) throw headMissing(orphan);
-    throw new StreamNotFoundError(stream);
-  }
+  const item = await headItem(records, tenant, stream);
+  if (!item) throw new StreamNotFoundError(stream);
   const head = toHead(item);
   if (head.status === 'deleting') throw new StreamNotFoundError(stream);
   return head;
