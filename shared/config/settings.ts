@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_MAX_EVENTS          | 500          | events per append                         |
  * | HEFESTO_MAX_PAYLOAD_BYTES   | 262144       | canonical JSON bytes per payload          |
  * | HEFESTO_MAX_BODY_BYTES      | 4194304      | request body bytes                        |
- * | HEFESTO_MAX_JSON_DEPTH      | 64           | nesting of objects/arrays in a body       |
+ * | HEFESTO_MAX_JSON_DEPTH      | 32           | nesting of objects/arrays in a body       |
  * | HEFESTO_SNAPSHOT_EVERY      | 25           | base snapshot every K delta checkpoints   |
  * | HEFESTO_LOG_LEVEL           | info         | pino level, or `silent`                   |
  * | HEFESTO_COMPACT_INTERVAL_MS | 60000        | embedded compactor timer (0 = off)        |

@@ -13,6 +13,8 @@ export interface HttpLimits {
   /**
    * Objects and arrays nested in a request body, counting the body itself: `{}` is 1 deep,
    * `{"events":[{"payload":{}}]}` 4. Deeper JSON is refused (400) before anything reads it.
+   * The default, 32, is also what DynamoDB stores: an effect's intent or result (a top-level
+   * attribute of its record, one level below the body) may nest 31 levels there, no more.
    */
   maxJsonDepth: number;
 }
@@ -21,7 +23,7 @@ export const DEFAULT_LIMITS: HttpLimits = {
   maxEvents: 500,
   maxPayloadBytes: 256 * 1024,
   maxBodyBytes: 4 * 1024 * 1024,
-  maxJsonDepth: 64,
+  maxJsonDepth: 32,
 };
 
 /**

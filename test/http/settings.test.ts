@@ -15,7 +15,7 @@ describe('settings', () => {
           maxEvents: 500,
           maxPayloadBytes: 262_144,
           maxBodyBytes: 4_194_304,
-          maxJsonDepth: 64,
+          maxJsonDepth: 32,
         },
         snapshotEvery: 25,
         logLevel: 'info',
