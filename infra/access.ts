@@ -11,9 +11,7 @@ import type { StorageAccess } from './storage.js';
  *   head update, index and idempotency puts, and the writer lease's fencing check; a
  *   fenced writer's orphan segment is replaced by compare-and-swap, If-Match), keys
  *   (put, update), snapshots and their index (put, query), effects (put, update, query),
- *   retention settings (a transaction that also deletes stale scheduled visits); the
- *   operator's head repair and an append refused for chaining on an edited head delete the
- *   uncommitted segment that chains on it (delete).
+ *   retention settings (a transaction that also deletes stale scheduled visits).
  * - compactor: merges segments (list, get, create-only puts, deletes after the grace
  *   period), writes due base snapshots, prunes and expires streams (record deletes), and
  *   fences itself with a lease (condition checks inside its transactions). It also carries
@@ -21,7 +19,7 @@ import type { StorageAccess } from './storage.js';
  */
 export const FUNCTION_ACCESS: Record<FunctionName, StorageAccess> = {
   api: {
-    objects: ['get', 'putIfAbsent', 'putIfMatch', 'delete'],
+    objects: ['get', 'putIfAbsent', 'putIfMatch'],
     records: ['get', 'put', 'update', 'delete', 'query', 'transact', 'check'],
   },
   compactor: {
