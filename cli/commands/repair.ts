@@ -8,7 +8,6 @@ interface RepairAnswer {
   before: { seq: number; hash: string } | null;
   head: { seq: number; hash: string; stateDigest: string; deltas: number; stateSeq: number };
   prunedSeq?: number;
-  orphansRemoved: number;
 }
 
 /**
@@ -51,7 +50,6 @@ export const repair: Command = {
       ['deltas', body.head.deltas],
       ['stateSeq', body.head.stateSeq],
       ...(body.prunedSeq === undefined ? [] : [['prunedSeq', body.prunedSeq] as [string, number]]),
-      ['orphans removed', body.orphansRemoved],
     ]);
     for (const line of lines) await ctx.print(line);
     return 0;

@@ -180,9 +180,6 @@ export const RepairResult = z
     }),
     head: z.object({ seq: Seq, hash: Hash, stateDigest: Hash, deltas: Seq, stateSeq: Seq }),
     prunedSeq: Seq.optional(),
-    orphansRemoved: Seq.openapi({
-      description: 'Uncommitted segments at head+1 chained on the bad head, deleted',
-    }),
   })
   .openapi('RepairResult');
 

@@ -7,6 +7,7 @@ import {
   InvalidInputError,
   SeqConflictError,
   StreamNotFoundError,
+  TamperedLedgerError,
   UnavailableError,
 } from '../domain/errors.js';
 import { genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
@@ -23,7 +24,7 @@ import {
   sealedEffect,
   stateEffect,
 } from './append-model.js';
-import { headItem, headMismatch } from './chain-head.js';
+import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
 import { chainEndCheck, commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
   headKey,
@@ -74,6 +75,8 @@ export {
  * head that is not the chain end (its hash edited: the commit's condition on the index record
  * of the head's segment fails) or that is missing while index records remain (deleted:
  * readHead finds them when it finds no head); the operator repair (repair.ts) rebuilds it.
+ * The segment an append chained on an edited head stays at head+1, never committable; after
+ * the repair the next append replaces it (If-Match), like a fenced writer's orphan.
  *
  * The commit transaction also writes what compaction and retention need (commit-extras.ts),
  * and refuses a stream the compactor marked `deleting` (expired): such a stream answers
@@ -159,7 +162,7 @@ export class Appender {
         if (!(err instanceof ConflictError)) throw err;
         const outcome = await this.#rollForward(req, head, key, body);
         if (outcome === 'replaced') {
-          // a fenced writer's orphan was there: our segment took its place
+          // a fenced writer's orphan, or a stranded one, was there: ours took its place
         } else if (outcome) {
           return outcome;
         } else {
@@ -239,12 +242,23 @@ export class Appender {
   ): Promise<AppendOutcome | 'replaced' | undefined> {
     const stored = await this.#o.objects.get(key);
     if (!stored) return undefined; // removed in between (compaction): start again
-    const { header, events } = decodeSegment(stored.body, {
-      tenant: req.tenant,
-      stream: req.stream,
-      firstSeq: head.seq + 1,
-      prevHash: head.hash,
-    });
+    let decoded: ReturnType<typeof decodeSegment>;
+    try {
+      decoded = decodeSegment(stored.body, {
+        tenant: req.tenant,
+        stream: req.stream,
+        firstSeq: head.seq + 1,
+        prevHash: head.hash,
+      });
+    } catch (err) {
+      // Chained on an edited head by an append whose commit was refused: no commit can ever
+      // take it, so ours takes its place (one replacer wins), as for a fenced writer's.
+      const at = { tenant: req.tenant, stream: req.stream, head };
+      if (!(err instanceof TamperedLedgerError)) throw err;
+      if (!(await isStrandedOrphan(this.#o.records, at, stored.body))) throw err;
+      return this.#replace(key, ours, stored.etag);
+    }
+    const { header, events } = decoded;
     if (header.epoch > 0) {
       // Written under a lease: if that epoch has been fenced since (or, for a checkpoint, the
       // stream is draining), its writer's commit can never succeed (it checks the lease), so
@@ -253,13 +267,7 @@ export class Appender {
       const lease = await this.#o.records.get(leaseKey(req.tenant, req.stream));
       const checkpoint = events.some((e) => e.type === DELTA_EVENT);
       if (isFenced(lease, { epoch: header.epoch, checkpoint })) {
-        try {
-          await this.#o.objects.putIfMatch(key, ours, stored.etag);
-          return 'replaced';
-        } catch (err) {
-          if (err instanceof ConflictError) return undefined;
-          throw err;
-        }
+        return this.#replace(key, ours, stored.etag);
       }
     }
     const batch = sealedEffect(events);
@@ -283,6 +291,17 @@ export class Appender {
     return sameKey
       ? { response: responseOf(header, effect.stateDigest), replayed: true }
       : undefined;
+  }
+
+  /** Our segment in place of one nobody may commit (If-Match: one replacer wins). */
+  async #replace(key: string, ours: Uint8Array, etag: string): Promise<'replaced' | undefined> {
+    try {
+      await this.#o.objects.putIfMatch(key, ours, etag);
+      return 'replaced';
+    } catch (err) {
+      if (err instanceof ConflictError) return undefined;
+      throw err;
+    }
   }
 
   /** Step 3: move the head over one verified segment, with its index and idempotency records. */
@@ -388,10 +407,8 @@ export class Appender {
       const now = await this.readHead(tenant, stream);
       if (now.seq !== head.seq || now.epoch !== head.epoch) throw err; // it moved: a head race
       if (now.prunedSeq === head.prunedSeq || now.hash !== head.hash) {
-        // The segment chains on a hash no commit can accept: nothing acknowledged it, and
-        // left at head+1 it would stop every append after the repair. Best effort (the
-        // repair removes it too).
-        await this.#o.objects.delete(objectKey).catch(() => undefined);
+        // The segment stays at head+1, chained on a hash no commit accepts: after the head's
+        // repair the next append replaces it (isStrandedOrphan).
         throw headMismatch(head, 'the head hash is not the end of the chain');
       }
       await this.#commit(tenant, stream, now, segment, objectKey, fence);

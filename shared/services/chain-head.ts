@@ -1,4 +1,5 @@
 import { StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
+import { decodeSegment } from '../domain/segment.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import {
   type HeadRecord,
@@ -120,4 +121,38 @@ export const checkHead = async (
     head = now;
   }
   throw new LayoutRaceError(head.seq, 'the head kept moving while it was checked');
+};
+
+/**
+ * Whether the uncommitted segment `body` at head+1, which does not chain from `head`, can
+ * never be committed, so that an append may replace it (If-Match) instead of failing on it
+ * forever: it must be well formed for this stream, chain from another hash, and `head` must be
+ * the chain end now (its index record ends at its hash). Every commit is anchored on the chain
+ * end and chains from it, so nobody can commit such a segment; it is what an append that
+ * chained on an edited head leaves behind (its commit refused), and nothing acknowledged it.
+ * A segment with a bad byte is not stranded: it stays ErrTamperedLedger.
+ */
+export const isStrandedOrphan = async (
+  records: RecordStore,
+  at: { tenant: string; stream: string; head: HeadRecord & { exists: boolean } },
+  body: Uint8Array,
+): Promise<boolean> => {
+  const { tenant, stream, head } = at;
+  if (!head.exists) return false;
+  try {
+    const { header } = decodeSegment(
+      body,
+      { tenant, stream, firstSeq: head.seq + 1 },
+      { verifyOnly: true },
+    );
+    if (header.prevHash === head.hash) return false;
+  } catch (err) {
+    if (err instanceof TamperedLedgerError) return false;
+    throw err;
+  }
+  if (head.prunedSeq !== undefined && head.prunedSeq >= head.seq) {
+    return head.prunedHash === head.hash;
+  }
+  const end = await records.get(segmentIndexKey(tenant, stream, head.seq));
+  return end !== undefined && toSegmentIndex(end).lastHash === head.hash;
 };

@@ -1,10 +1,8 @@
 import { ConflictError, StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
-import { decodeSegment, segmentKey } from '../domain/segment.js';
 import { EMPTY_STATE_DIGEST } from '../domain/state.js';
 import type { ChainPoint } from '../domain/verify.js';
 import type { Clock } from '../ports/clock.js';
-import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { type StateEffect, sealedEffect, stateEffect } from './append-model.js';
 import { firstIndexRecord } from './chain-head.js';
@@ -27,10 +25,9 @@ import type { Reader } from './reader.js';
  *   4. Write the head: a new one (condition: still none), or the recomputed fields over the
  *      stored one (condition: seq and hash as read), keeping its epoch and retention.
  *      Dies before 4: nothing changed; run it again.
- *   5. An uncommitted segment at head+1 that does not chain from the repaired head was
- *      written by an append that chained on the bad head (its commit failed): nothing
- *      acknowledged it, and it would stop every later append, so it is deleted. One that
- *      chains is left for the next append to roll forward.
+ * An uncommitted segment at head+1 left by an append that chained on an edited head (its
+ * commit refused) is not deleted here: the next append replaces it (isStrandedOrphan in
+ * chain-head.ts), so the API never needs to delete objects.
  *
  * Not recovered from segments: retention settings (expiresAt, pruneAfterMs) of a deleted
  * head; set them again with PUT .../retention.
@@ -44,12 +41,9 @@ export interface RepairResult {
   head: { seq: number; hash: string; stateDigest: string; deltas: number; stateSeq: number };
   /** The pruning point the repaired chain starts after, when pruned. */
   prunedSeq?: number;
-  /** Uncommitted segments at head+1 that did not chain from it, deleted (step 5). */
-  orphansRemoved: number;
 }
 
 export interface HeadRepairOptions {
-  objects: ObjectStore;
   records: RecordStore;
   reader: Reader;
   clock: Clock;
@@ -109,8 +103,7 @@ export class HeadRepair {
       : ['seq', 'hash', 'stateDigest', 'deltas', 'stateSeq'];
     const matches = current !== undefined && compared.every((k) => current[k] === head[k]);
     if (!matches) await this.#write(tenant, stream, current, head, start, firstTs ?? clock.now());
-    const orphansRemoved = await this.#removeOrphan(tenant, stream, end);
-    return { repaired: !matches, ...result, orphansRemoved };
+    return { repaired: !matches, ...result };
   }
 
   /** Step 2: where the chain to rebuild from starts, and the state there. */
@@ -181,24 +174,5 @@ export class HeadRepair {
       if (!(err instanceof ConflictError)) throw err;
       throw new ConflictError('the head changed while it was repaired: run the repair again');
     }
-  }
-
-  /** Step 5: 1 when a segment at end+1 that does not chain from `end` was deleted. */
-  async #removeOrphan(tenant: string, stream: string, end: ChainPoint): Promise<number> {
-    const key = segmentKey(tenant, stream, end.seq + 1);
-    const stored = await this.#o.objects.get(key);
-    if (!stored) return 0;
-    try {
-      decodeSegment(
-        stored.body,
-        { tenant, stream, firstSeq: end.seq + 1, prevHash: end.hash },
-        { verifyOnly: true },
-      );
-      return 0;
-    } catch (err) {
-      if (!(err instanceof TamperedLedgerError)) throw err;
-    }
-    await this.#o.objects.delete(key);
-    return 1;
   }
 }

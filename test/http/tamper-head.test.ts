@@ -98,7 +98,6 @@ describe.each(STORE_FACTORIES)('tampered heads over HTTP on $name stores', (fact
       repaired: true,
       before: { seq: 8, hash: sha256Hex('forged') },
       head: { seq: 8, hash: last.head.hash, deltas: 4 },
-      orphansRemoved: 0,
     });
     expect((await h.request('/v1/streams/run-1/events', { key: writer })).status).toBe(200);
     expect((await h.append(writer, 'run-1', events(1))).status).toBe(201);

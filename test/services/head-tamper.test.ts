@@ -133,7 +133,9 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
       await expectTamperedHead(checkpoint(99));
 
       expect(await headItem()).toEqual(forgedHead);
-      expect(await keysUnder(stores.objects, `t/${T}/s/${S}/`)).toEqual(objectsBefore);
+      // Only the refused append's segment, uncommitted at head+1 and chained on the forgery.
+      const objectsAfter = await keysUnder(stores.objects, `t/${T}/s/${S}/`);
+      expect(objectsAfter.sort()).toEqual([...objectsBefore, segmentKey(T, S, 13)].sort());
       expect(events).toHaveLength(12);
       await othersStillWork();
     });
@@ -151,12 +153,14 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
         ledger.appender.append({ ...req, knownHead: { ...head, hash: FORGED } }),
       );
       expect(counted.counts).toMatchObject({ get: 1, query: 0, transact: 1 }); // the get: after
-      await stores.records.update(headKey(T, S), { set: { hash: head.hash } });
-      // A healthy append costs what it did: one head read, one transaction.
+      // An append to a sound stream costs what it did: one head read, one transaction.
       counted.counts.get = 0;
       counted.counts.transact = 0;
-      expect((await ledger.appender.append(req)).response.lastSeq).toBe(13);
+      expect((await ledger.appender.append({ ...req, stream: 'run-2' })).response.lastSeq).toBe(2);
       expect(counted.counts).toMatchObject({ get: 1, query: 0, transact: 1 });
+      // Once the head is put right, the append that was refused leaves nothing in the way.
+      await stores.records.update(headKey(T, S), { set: { hash: head.hash } });
+      expect((await ledger.appender.append(req)).response.lastSeq).toBe(13);
     });
 
     it('is repaired from the verified segments, and the stream goes on', async () => {
@@ -177,7 +181,6 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
           deltas: 4,
           stateSeq: original.stateSeq,
         },
-        orphansRemoved: 0,
       });
       expect(toHead((await headItem()) ?? expect.fail('no head'))).toMatchObject({
         ...original,
@@ -189,18 +192,20 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
       expect(await world.ledger.repair.repair(T, S)).toMatchObject({ repaired: false });
     });
 
-    it('removes an uncommitted segment chained on the forged hash when repairing', async () => {
+    it('lets the first append after the repair take the place of what was chained on the forgery', async () => {
       await history();
       await stores.records.update(headKey(T, S), { set: { hash: FORGED } });
-      // A writer that died between writing its segment and its (refused) commit.
-      const dead = compactionWorld(stores, { crash: crashAtCommit }, clock);
-      await dead.ledger.appender
-        .append({ tenant: T, stream: S, events: batch('x') })
-        .catch(() => {});
-      expect(await stores.objects.get(segmentKey(T, S, 13))).toBeDefined();
-      expect(await world.ledger.repair.repair(T, S)).toMatchObject({ orphansRemoved: 1 });
-      expect(await stores.objects.get(segmentKey(T, S, 13))).toBeUndefined();
-      expect((await append(batch('after'))).response).toMatchObject({ firstSeq: 13 });
+      await expectTamperedHead(append(batch('on the forgery')));
+      await expectTamperedHead(append(batch('on the forgery, again')));
+      const stranded = await stores.objects.get(segmentKey(T, S, 13));
+      expect(stranded).toBeDefined();
+
+      await world.ledger.repair.repair(T, S);
+      expect((await append(batch('after'))).response).toMatchObject({ firstSeq: 13, lastSeq: 13 });
+      const events = await readAll(world, T, S);
+      expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 13 }, (_, i) => i + 1));
+      expect(events[12]?.payload).toEqual({ label: 'after', i: 0 });
+      expect(await world.ledger.verifier.verify(T, S)).toMatchObject({ ok: true, seq: 13 });
     });
   });
 
@@ -232,7 +237,7 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
       await stores.records.delete(headKey(T, S));
 
       const result = await world.ledger.repair.repair(T, S);
-      expect(result).toMatchObject({ repaired: true, before: null, orphansRemoved: 0 });
+      expect(result).toMatchObject({ repaired: true, before: null });
       const rebuilt = toHead((await headItem()) ?? expect.fail('no head'));
       const { updatedAt: _, pending: __, ...kept } = original;
       expect(rebuilt).toMatchObject(kept);
@@ -335,8 +340,3 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
     expect((await world.ledger.appender.readHead(T, 'never')).stateDigest).toBe(EMPTY_STATE_DIGEST);
   });
 });
-
-/** An appender crash right after its segment is written (before the commit). */
-const crashAtCommit = (step: string) => {
-  if (step === 'segment-written') throw new Error('crash');
-};

@@ -170,9 +170,8 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     summary: 'Repair the chain head (operators)',
     description:
       'Rebuilds the head of a stream whose head was deleted or no longer matches the chain ' +
-      '(reads and appends answer ErrTamperedLedger until then) from its verified segments, ' +
-      'and removes an uncommitted segment that chains on the bad head. A chain that does ' +
-      'not verify is not repaired (500 ErrTamperedLedger). Admin scope. See ' +
+      '(reads and appends answer ErrTamperedLedger until then) from its verified segments. ' +
+      'A chain that does not verify is not repaired (500 ErrTamperedLedger). Admin scope. See ' +
       'docs/operations.md.',
     security: BEARER_SECURITY,
     middleware: [admin] as const,
