@@ -7,6 +7,7 @@ import { eventsTail } from './commands/events.js';
 import { exportStream } from './commands/export.js';
 import { importFile } from './commands/import.js';
 import { keysCreate, keysRevoke } from './commands/keys.js';
+import { repair } from './commands/repair.js';
 import { stateGet } from './commands/state.js';
 import { streamsGet } from './commands/streams.js';
 import { verify } from './commands/verify.js';
@@ -40,6 +41,7 @@ export const COMMANDS: Command[] = [
   importFile,
   compact,
   whoami,
+  repair,
 ];
 
 const GLOBAL: Options = {

@@ -18,6 +18,7 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_MAX_EVENTS          | 500          | events per append                         |
  * | HEFESTO_MAX_PAYLOAD_BYTES   | 262144       | canonical JSON bytes per payload          |
  * | HEFESTO_MAX_BODY_BYTES      | 4194304      | request body bytes                        |
+ * | HEFESTO_MAX_JSON_DEPTH      | 32           | nesting of objects/arrays in a body       |
  * | HEFESTO_SNAPSHOT_EVERY      | 25           | base snapshot every K delta checkpoints   |
  * | HEFESTO_LOG_LEVEL           | info         | pino level, or `silent`                   |
  * | HEFESTO_COMPACT_INTERVAL_MS | 60000        | embedded compactor timer (0 = off)        |
@@ -106,6 +107,8 @@ const EnvSchema = z.object({
   HEFESTO_MAX_EVENTS: integer(1, 100_000, DEFAULT_LIMITS.maxEvents),
   HEFESTO_MAX_PAYLOAD_BYTES: integer(1, 64 * 1024 * 1024, DEFAULT_LIMITS.maxPayloadBytes),
   HEFESTO_MAX_BODY_BYTES: integer(1, 64 * 1024 * 1024, DEFAULT_LIMITS.maxBodyBytes),
+  // Capped well below the ~4,000 levels where Node's own recursive serializers overflow.
+  HEFESTO_MAX_JSON_DEPTH: integer(4, 1000, DEFAULT_LIMITS.maxJsonDepth),
   HEFESTO_SNAPSHOT_EVERY: integer(1, 10_000, 25),
   HEFESTO_LOG_LEVEL: z.preprocess(unset, z.enum(LOG_LEVELS).default('info')),
   HEFESTO_COMPACT_INTERVAL_MS: integer(0, 86_400_000, 60_000),
@@ -142,6 +145,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
       maxEvents: e.HEFESTO_MAX_EVENTS,
       maxPayloadBytes: e.HEFESTO_MAX_PAYLOAD_BYTES,
       maxBodyBytes: e.HEFESTO_MAX_BODY_BYTES,
+      maxJsonDepth: e.HEFESTO_MAX_JSON_DEPTH,
     },
     snapshotEvery: e.HEFESTO_SNAPSHOT_EVERY,
     logLevel: e.HEFESTO_LOG_LEVEL,

@@ -161,9 +161,31 @@ export const EventsPage = z
 export const VerifyResult = z
   .union([
     z.object({ ok: z.literal(true), seq: Seq, hash: Hash }),
-    z.object({ ok: z.literal(false), code: z.literal('ErrTamperedLedger'), firstBadSeq: Seq }),
+    z.object({
+      ok: z.literal(false),
+      code: z.literal('ErrTamperedLedger'),
+      firstBadSeq: Seq,
+      object: z.enum(['segment', 'head', 'snapshot', 'fork-origin']).openapi({
+        description: 'What failed: a segment, the head, a base snapshot, a fork’s origin',
+      }),
+      seq: Seq.openapi({
+        description:
+          'The seq it stands for: a segment’s first bad seq, the head’s, a snapshot’s, 0 for a fork origin',
+      }),
+    }),
   ])
   .openapi('VerifyResult');
+
+export const RepairResult = z
+  .object({
+    repaired: z.boolean().openapi({ description: 'false: the head already matched the chain' }),
+    before: z.object({ seq: Seq, hash: Hash }).nullable().openapi({
+      description: 'The head found before; null when it was missing',
+    }),
+    head: z.object({ seq: Seq, hash: Hash, stateDigest: Hash, deltas: Seq, stateSeq: Seq }),
+    prunedSeq: Seq.optional(),
+  })
+  .openapi('RepairResult');
 
 export const ScopeSchema = z.enum(SCOPES);
 

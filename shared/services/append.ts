@@ -9,6 +9,7 @@ import {
   InvalidInputError,
   SeqConflictError,
   StreamNotFoundError,
+  TamperedLedgerError,
   UnavailableError,
 } from '../domain/errors.js';
 import { genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
@@ -25,7 +26,8 @@ import {
   sealedEffect,
   stateEffect,
 } from './append-model.js';
-import { commitExtras, deltaSeqsOf } from './commit-extras.js';
+import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
+import { chainEndCheck, commitExtras, deltaSeqsOf } from './commit-extras.js';
 import {
   headKey,
   idempotencyRecordKey,
@@ -73,7 +75,12 @@ export {
  *      Dies after this step: the append is durable; the retry finds the idempotency record.
  *   4. Answer 201.
  *
- * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward.
+ * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward. So is a
+ * head that is not the chain end (its hash edited: the commit's condition on the index record
+ * of the head's segment fails) or that is missing while index records remain (deleted:
+ * readHead finds them when it finds no head); the operator repair (repair.ts) rebuilds it.
+ * The segment an append chained on an edited head stays at head+1, never committable; after
+ * the repair the next append replaces it (If-Match), like a fenced writer's orphan.
  *
  * The commit transaction also writes what compaction and retention need (commit-extras.ts),
  * and refuses a stream the compactor marked `deleting` (expired): such a stream answers
@@ -100,7 +107,9 @@ export class Appender {
   }
 
   async readHead(tenant: string, stream: string): Promise<ChainHead> {
-    const item = await this.#o.records.get(headKey(tenant, stream));
+    // A missing head costs one query more (a new stream, or a deleted head: chain-head.ts),
+    // so only a stream's first append pays it.
+    const item = await headItem(this.#o.records, tenant, stream);
     if (item) return { ...toHead(item), exists: true };
     const now = this.#o.clock.now();
     return {
@@ -154,7 +163,7 @@ export class Appender {
         if (!(err instanceof ConflictError)) throw err;
         const outcome = await this.#rollForward(req, head, key, body);
         if (outcome && 'replaced' in outcome) {
-          // a fenced writer's orphan was there: our segment took its place
+          // a fenced writer's orphan, or a stranded one, was there: ours took its place
           commitHead = outcome.replaced;
         } else if (outcome) {
           return outcome;
@@ -265,12 +274,23 @@ export class Appender {
   ): Promise<AppendOutcome | { replaced: ChainHead } | undefined> {
     const stored = await this.#o.objects.get(key);
     if (!stored) return undefined; // removed in between (compaction): start again
-    const { header, events } = decodeSegment(stored.body, {
-      tenant: req.tenant,
-      stream: req.stream,
-      firstSeq: head.seq + 1,
-      prevHash: head.hash,
-    });
+    let decoded: ReturnType<typeof decodeSegment>;
+    try {
+      decoded = decodeSegment(stored.body, {
+        tenant: req.tenant,
+        stream: req.stream,
+        firstSeq: head.seq + 1,
+        prevHash: head.hash,
+      });
+    } catch (err) {
+      // Chained on an edited head by an append whose commit was refused: no commit can ever
+      // take it, so ours takes its place (one replacer wins), as for a fenced writer's.
+      const at = { tenant: req.tenant, stream: req.stream, head };
+      if (!(err instanceof TamperedLedgerError)) throw err;
+      if (!(await isStrandedOrphan(this.#o.records, at, stored.body))) throw err;
+      return this.#replace(key, ours, stored.etag, head);
+    }
+    const { header, events } = decoded;
     // Its writer's commit checks the lease (its epoch, or with none that no exclusive lease is
     // held). If that check fails now, nobody may adopt it either: replace it with our segment
     // (conditional on its etag: one replacer wins) instead of rolling it forward. A fenced
@@ -286,13 +306,7 @@ export class Appender {
     ) {
       const barred = writer ? head : await barOrphanWriter(records, this.#o, { ...req, head, now });
       if (!barred) return undefined;
-      try {
-        await this.#o.objects.putIfMatch(key, ours, stored.etag);
-        return { replaced: barred };
-      } catch (err) {
-        if (err instanceof ConflictError) return undefined;
-        throw err;
-      }
+      return this.#replace(key, ours, stored.etag, barred);
     }
     const batch = sealedEffect(events);
     const effect = stateEffect(batch, head);
@@ -319,6 +333,22 @@ export class Appender {
     return sameKey
       ? { response: responseOf(header, effect.stateDigest), replayed: true }
       : undefined;
+  }
+
+  /** Our segment in place of one nobody may commit (If-Match: one replacer wins). */
+  async #replace(
+    key: string,
+    ours: Uint8Array,
+    etag: string,
+    head: ChainHead,
+  ): Promise<{ replaced: ChainHead } | undefined> {
+    try {
+      await this.#o.objects.putIfMatch(key, ours, etag);
+      return { replaced: head };
+    } catch (err) {
+      if (err instanceof ConflictError) return undefined;
+      throw err;
+    }
   }
 
   /** Step 3: move the head over one verified segment, with its index and idempotency records. */
@@ -416,15 +446,29 @@ export class Appender {
         },
       });
     }
+    ops.push(...checks);
+    const anchor = chainEndCheck(tenant, stream, head);
+    if (anchor) ops.push(anchor);
     // Last, so a conflict at its index means every other condition held: refused by the lease.
-    ops.push(...checks, leaseGuard(tenant, stream, fence, now));
+    ops.push(leaseGuard(tenant, stream, fence, now));
     try {
       await this.#o.records.transact(ops);
     } catch (err) {
       if (err instanceof ConflictError && err.index === ops.length - 1) {
         throw fenceError(err.current as Item | undefined, { ...fence }, now);
       }
-      throw err;
+      if (!(err instanceof ConflictError) || !anchor || err.index !== ops.indexOf(anchor))
+        throw err;
+      // The head held but is not the chain end. Tampering, unless the head was pruned up to
+      // its seq meanwhile (the cleanup deletes that record): then commit on the pruned head.
+      const current = await this.readHead(tenant, stream);
+      if (current.seq !== head.seq || current.epoch !== head.epoch) throw err; // a head race
+      if (current.prunedSeq === head.prunedSeq || current.hash !== head.hash) {
+        // The segment stays at head+1, chained on a hash no commit accepts: after the head's
+        // repair the next append replaces it (isStrandedOrphan).
+        throw headMismatch(head, 'the head hash is not the end of the chain');
+      }
+      await this.#commit(tenant, stream, current, segment, objectKey, fence, checks);
     }
   }
 

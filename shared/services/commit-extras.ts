@@ -1,6 +1,7 @@
 import { DELTA_EVENT } from '../domain/state.js';
 import type { JsonValue, TransactOp } from '../ports/record-store.js';
-import { baseDueKey, dueKey, markerKey } from './layout.js';
+import { headMismatch } from './chain-head.js';
+import { baseDueKey, dueKey, markerKey, segmentIndexKey } from './layout.js';
 
 /**
  * What an append's commit transaction writes for compaction and retention, besides the head,
@@ -87,4 +88,28 @@ export const commitExtras = (
     });
   }
   return { head: fields, ops };
+};
+
+/**
+ * The commit's anchor on the chain end: the index record of the segment ending at the head's
+ * seq must still end at the head's hash, so a head whose hash was edited can never be chained
+ * onto (a condition of the commit transaction, not an extra read). A head pruned up to its
+ * seq has no such record; its hash must be the one recorded at the pruning point, which the
+ * head itself holds: checked before the commit, and `undefined` here.
+ */
+export const chainEndCheck = (
+  tenant: string,
+  stream: string,
+  head: { exists: boolean; seq: number; hash: string; prunedSeq?: number; prunedHash?: string },
+): TransactOp | undefined => {
+  if (!head.exists) return undefined;
+  if (head.prunedSeq !== undefined && head.prunedSeq >= head.seq) {
+    if (head.prunedHash !== head.hash) throw headMismatch(head, 'the head is not the pruning hash');
+    return undefined;
+  }
+  return {
+    kind: 'check',
+    key: segmentIndexKey(tenant, stream, head.seq),
+    conditions: [{ op: 'eq', attr: 'lastHash', value: head.hash }],
+  };
 };

@@ -7,8 +7,10 @@ import { Drainer } from './drain.js';
 import { EffectService } from './effects.js';
 import { LeaseService } from './leases.js';
 import { Reader } from './reader.js';
+import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
 import { StateStore } from './state.js';
+import { Verifier } from './verifier.js';
 
 export interface LedgerDeps {
   objects: ObjectStore;
@@ -26,12 +28,15 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps> & {
 };
 
 /**
- * The ledger services over one pair of stores: appends, reads, verification, state,
- * retention settings.
+ * The ledger services over one pair of stores: appends, reads, verification (of the chain,
+ * the head, snapshots and fork origins), state, retention settings, and the operator repair
+ * of a stream's head.
  */
 export class Ledger {
   readonly appender: Appender;
   readonly reader: Reader;
+  readonly verifier: Verifier;
+  readonly repair: HeadRepair;
   readonly states: StateStore;
   readonly checkpoints: Checkpointer;
   readonly retention: Retention;
@@ -43,6 +48,8 @@ export class Ledger {
     const { snapshotEvery, onSnapshotError, ...append } = settings;
     this.appender = new Appender({ ...deps, ...append, snapshotEvery });
     this.reader = new Reader(deps);
+    this.verifier = new Verifier({ ...deps, reader: this.reader });
+    this.repair = new HeadRepair({ ...deps, reader: this.reader });
     this.states = new StateStore({ ...deps, reader: this.reader, snapshotEvery });
     this.checkpoints = new Checkpointer({
       appender: this.appender,

@@ -1,19 +1,20 @@
-import { PrunedError, StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
-import { genesisHash, type LedgerEvent, toLedgerEvent } from '../domain/event.js';
-import { decodeSegment, type Segment } from '../domain/segment.js';
+import { PrunedError, TamperedLedgerError } from '../domain/errors.js';
+import { genesisHash, type LedgerEvent, type SealedEvent, toLedgerEvent } from '../domain/event.js';
+import { type DecodeOptions, decodeSegment, type Segment } from '../domain/segment.js';
 import type { ChainPoint, VerifyResult } from '../domain/verify.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import { checkHead, headMismatch, LayoutRaceError, readTrustedHead } from './chain-head.js';
 import {
   type HeadRecord,
-  headKey,
   pad16,
   SEGMENT_INDEX_PREFIX,
   type SegmentIndexRecord,
   streamPk,
-  toHead,
   toSegmentIndex,
 } from './layout.js';
+
+export { LayoutRaceError } from './chain-head.js';
 
 /**
  * Reads and verification. Every committed segment has an index record, written in the same
@@ -30,12 +31,14 @@ import {
  * then reports ErrTamperedLedger. Segment bytes are never retried: an object key always holds
  * the same bytes, so a decoding failure is tampering.
  *
- * A stream marked `deleting` (expired) answers ErrStreamNotFound; a pruned stream answers
- * ErrPruned for reads before its pruning point and verifies from the hash recorded there.
+ * Every read checks the head it starts from against the chain end (chain-head.ts): a head
+ * whose hash was edited or that was deleted fails closed. A stream marked `deleting` answers
+ * ErrStreamNotFound; a pruned stream answers ErrPruned for reads before its pruning point
+ * and verifies from the hash recorded there.
  */
 
-/** The index and the objects disagree in a way a concurrent compaction can cause. */
-class LayoutRaceError extends TamperedLedgerError {}
+/** How to decode each segment of a walk (by its index record). */
+export type DecodeFor = (entry: SegmentIndexRecord) => DecodeOptions;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -64,6 +67,25 @@ export interface ReadPage {
   next?: number;
 }
 
+/** A page of verified events as stored: their payloads are the stored canonical JSON. */
+export interface SealedPage {
+  events: SealedEvent[];
+  next?: number;
+}
+
+/** What a caller of verifyChain collects from the verified segments on the way. */
+export interface ChainHooks {
+  decode?: DecodeFor;
+  visit?: (segment: Segment, entry: SegmentIndexRecord) => void;
+}
+
+/** A verified chain: the head read first and the chain point it ends at. */
+export interface VerifiedChain {
+  head: HeadRecord;
+  start: ChainPoint;
+  end: ChainPoint;
+}
+
 export class Reader {
   readonly #o: Required<ReaderOptions>;
 
@@ -77,16 +99,23 @@ export class Reader {
     };
   }
 
-  async head(tenant: string, stream: string): Promise<HeadRecord> {
-    const item = await this.#o.records.get(headKey(tenant, stream));
-    if (!item) throw new StreamNotFoundError(stream);
-    const head = toHead(item);
-    if (head.status === 'deleting') throw new StreamNotFoundError(stream);
-    return head;
+  /** The head record (ErrStreamNotFound, or ErrTamperedLedger for a deleted head). */
+  head(tenant: string, stream: string): Promise<HeadRecord> {
+    return readTrustedHead(this.#o.records, tenant, stream);
+  }
+
+  /** The head, checked against the chain end (chain-head.ts). */
+  async checkedHead(tenant: string, stream: string): Promise<HeadRecord> {
+    return this.checkHead(tenant, stream, await this.head(tenant, stream));
+  }
+
+  /** Checks a head read before against the chain end; answers the head it checked. */
+  checkHead(tenant: string, stream: string, head: HeadRecord): Promise<HeadRecord> {
+    return checkHead(this.#o.records, tenant, stream, head, this.#o.layoutRetries + 1);
   }
 
   /** Runs a whole read again when it met a concurrent compaction. */
-  async #retrying<T>(read: () => Promise<T>): Promise<T> {
+  async retrying<T>(read: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await read();
@@ -116,8 +145,7 @@ export class Reader {
     tenant: string,
     stream: string,
     entry: SegmentIndexRecord,
-    verifyOnly: boolean,
-    only?: { from: number; to: number },
+    decode: DecodeOptions,
   ): Promise<Segment> {
     const stored = await this.#o.objects.get(entry.objectKey);
     if (!stored) {
@@ -126,7 +154,7 @@ export class Reader {
     const segment = decodeSegment(
       stored.body,
       { tenant, stream, firstSeq: entry.firstSeq, prevHash: entry.prevHash },
-      { verifyOnly, only },
+      decode,
     );
     if (segment.header.lastSeq !== entry.lastSeq || segment.header.lastHash !== entry.lastHash) {
       throw new TamperedLedgerError(entry.firstSeq, 'segment does not end where the index says');
@@ -136,23 +164,23 @@ export class Reader {
 
   /**
    * Walks the committed segments from `from` in order, verifying each and its link to the
-   * one before, `concurrency` fetches at a time. `visit` returns false to stop.
+   * one before, `concurrency` fetches at a time; `decode` says what to decode of each (all
+   * of it is verified either way). `visit` returns false to stop.
    */
-  async #walk(
+  async walk(
     tenant: string,
     stream: string,
     from: number,
     start: ChainPoint | undefined,
-    verifyOnly: boolean,
+    decode: DecodeFor,
     visit: (segment: Segment, entry: SegmentIndexRecord) => boolean,
-    only?: { from: number; to: number },
   ): Promise<ChainPoint | undefined> {
     let prev = start;
     let batch: SegmentIndexRecord[] = [];
     const flush = async (): Promise<boolean> => {
       // Fetch ahead in parallel, but judge segments in order: a bad segment past the point
       // where the visitor stops must not fail a read that never needed it.
-      const pending = batch.map((e) => this.#segment(tenant, stream, e, verifyOnly, only));
+      const pending = batch.map((e) => this.#segment(tenant, stream, e, decode(e)));
       for (const p of pending) p.catch(() => undefined);
       for (const [i, fetched] of pending.entries()) {
         const entry = batch[i] as SegmentIndexRecord;
@@ -182,19 +210,31 @@ export class Reader {
    * at or before the stream's pruning point.
    */
   async readEvents(tenant: string, stream: string, options: ReadOptions = {}): Promise<ReadPage> {
-    return this.#retrying(() => this.#readEvents(tenant, stream, options));
+    const page = await this.readSealed(tenant, stream, options);
+    return { ...page, events: page.events.map(toLedgerEvent) };
   }
 
-  async #readEvents(tenant: string, stream: string, options: ReadOptions): Promise<ReadPage> {
+  /** Like readEvents, with the events as stored (the API answers their bytes as they are). */
+  async readSealed(tenant: string, stream: string, options: ReadOptions = {}): Promise<SealedPage> {
+    return this.retrying(() => this.#readSealed(tenant, stream, options));
+  }
+
+  async #readSealed(tenant: string, stream: string, options: ReadOptions): Promise<SealedPage> {
     const head = await this.head(tenant, stream);
+    // Checked alongside the walk (one more get, no extra round trip), judged before answering.
+    const anchored = this.checkHead(tenant, stream, head);
+    anchored.catch(() => undefined);
     const floor = head.prunedSeq ?? 0;
     if (floor > 0 && options.from !== undefined && options.from <= floor) {
       throw new PrunedError(stream, floor);
     }
     const from = Math.max(1, floor + 1, options.from ?? 1);
     const limit = options.limit ?? 100;
-    if (from > head.seq) return { events: [] };
-    const events: LedgerEvent[] = [];
+    if (from > head.seq) {
+      await anchored;
+      return { events: [] };
+    }
+    const events: SealedEvent[] = [];
     let scanned = from - 1;
     // The events this page can return at most: only those are decoded (all are verified).
     const span = options.type === undefined ? limit : this.#o.maxScan;
@@ -204,24 +244,26 @@ export class Reader {
         if (sealed.seq < from || sealed.seq > head.seq) continue;
         if (events.length >= limit || sealed.seq - from >= this.#o.maxScan) return false;
         scanned = sealed.seq;
-        if (options.type === undefined || sealed.type === options.type)
-          events.push(toLedgerEvent(sealed));
+        if (options.type === undefined || sealed.type === options.type) events.push(sealed);
       }
       return scanned < head.seq && events.length < limit && scanned - from + 1 < this.#o.maxScan;
     };
-    await this.#walk(tenant, stream, from, undefined, false, visit, only);
+    await this.walk(tenant, stream, from, undefined, () => ({ only }), visit);
     if (scanned < from)
       throw new LayoutRaceError(from, 'committed events are missing from the index');
+    await anchored;
     return scanned < head.seq ? { events, next: scanned + 1 } : { events };
   }
 
   /**
-   * Verifies the whole stream, from genesis (or from the hash recorded at its pruning point)
-   * to the head read first. Segments committed after that read are not judged.
+   * Verifies the whole chain, from genesis (or from the hash recorded at its pruning point)
+   * to the head read first. Segments committed after that read are not judged. Base
+   * snapshots and fork origins are verified too by the Verifier (verifier.ts).
    */
   async verify(tenant: string, stream: string): Promise<VerifyResult> {
     try {
-      return await this.#retrying(() => this.#verify(tenant, stream));
+      const { end } = await this.verifyChain(tenant, stream);
+      return { ok: true, ...end };
     } catch (err) {
       if (!(err instanceof TamperedLedgerError)) throw err;
       return {
@@ -233,25 +275,37 @@ export class Reader {
     }
   }
 
-  async #verify(tenant: string, stream: string): Promise<VerifyResult> {
+  /**
+   * The chain walk of verify (throws ErrTamperedLedger): `decode` and `visit` let a caller
+   * collect what it needs of the verified segments on the way.
+   */
+  async verifyChain(
+    tenant: string,
+    stream: string,
+    hooks: ChainHooks = {},
+  ): Promise<VerifiedChain> {
+    return this.retrying(() => this.#verifyChain(tenant, stream, hooks));
+  }
+
+  async #verifyChain(tenant: string, stream: string, hooks: ChainHooks): Promise<VerifiedChain> {
     const head = await this.head(tenant, stream);
     const start: ChainPoint =
       head.prunedSeq !== undefined && head.prunedHash !== undefined
         ? { seq: head.prunedSeq, hash: head.prunedHash }
         : { seq: 0, hash: genesisHash(tenant, stream) };
+    const decode = hooks.decode ?? (() => ({ verifyOnly: true }));
     let last: SegmentIndexRecord | undefined;
     if (head.seq > start.seq) {
-      await this.#walk(tenant, stream, start.seq + 1, start, true, (_, entry) => {
+      await this.walk(tenant, stream, start.seq + 1, start, decode, (segment, entry) => {
+        hooks.visit?.(segment, entry);
         last = entry;
         return entry.lastSeq < head.seq;
       });
     }
     const end = last ? await this.#pointAt(tenant, stream, last, head.seq) : start;
     if (end.seq < head.seq) throw new LayoutRaceError(end.seq + 1, 'chain ends before the head');
-    if (end.hash !== head.hash) {
-      throw new TamperedLedgerError(head.seq, 'chain does not reach the head');
-    }
-    return { ok: true, seq: head.seq, hash: head.hash };
+    if (end.hash !== head.hash) throw headMismatch(head, 'chain does not reach the head');
+    return { head, start, end };
   }
 
   /**
@@ -265,7 +319,7 @@ export class Reader {
     seq: number,
   ): Promise<ChainPoint> {
     if (entry.lastSeq <= seq) return { seq: entry.lastSeq, hash: entry.lastHash };
-    const segment = await this.#segment(tenant, stream, entry, false);
+    const segment = await this.#segment(tenant, stream, entry, {});
     const event = segment.events.find((e) => e.seq === seq);
     if (!event) throw new TamperedLedgerError(seq, 'segment does not hold the head seq');
     return { seq, hash: event.hash };

@@ -163,7 +163,12 @@ export class StateStore {
     if (head.prunedSeq !== undefined && at < head.prunedSeq) {
       throw new PrunedError(stream, head.prunedSeq);
     }
-    const base = await this.#baseAtOrBefore(tenant, stream, at);
+    // The head is checked against the chain end alongside the first query (a state read that
+    // reads no events, at a base's own seq, must not trust an edited head either).
+    const [base] = await Promise.all([
+      this.#baseAtOrBefore(tenant, stream, at),
+      this.#o.reader.checkHead(tenant, stream, head),
+    ]);
     let state: JsonObject = {};
     let digest = EMPTY_STATE_DIGEST;
     let hash = '';

@@ -250,7 +250,13 @@ describe.each(STORE_FACTORIES)('streams API on $name stores', (factory) => {
       const read = await h.request('/v1/streams/run-1/events', { key });
 
       expect(verify.status).toBe(200);
-      expect(await verify.json()).toEqual({ ok: false, code: 'ErrTamperedLedger', firstBadSeq: 1 });
+      expect(await verify.json()).toEqual({
+        ok: false,
+        code: 'ErrTamperedLedger',
+        firstBadSeq: 1,
+        object: 'segment',
+        seq: 1,
+      });
       expect(read.status).toBe(500);
       expect(read.headers.get('content-type')).toBe('application/problem+json');
       const problem = await read.json();

@@ -11,7 +11,12 @@ describe('settings', () => {
         bucket: undefined,
         table: undefined,
         s3ForcePathStyle: false,
-        limits: { maxEvents: 500, maxPayloadBytes: 262_144, maxBodyBytes: 4_194_304 },
+        limits: {
+          maxEvents: 500,
+          maxPayloadBytes: 262_144,
+          maxBodyBytes: 4_194_304,
+          maxJsonDepth: 32,
+        },
         snapshotEvery: 25,
         logLevel: 'info',
         compaction: {
@@ -35,6 +40,7 @@ describe('settings', () => {
         HEFESTO_MAX_EVENTS: '10',
         HEFESTO_MAX_PAYLOAD_BYTES: '100',
         HEFESTO_MAX_BODY_BYTES: '',
+        HEFESTO_MAX_JSON_DEPTH: '16',
         HEFESTO_LOG_LEVEL: 'silent',
       });
 
@@ -43,7 +49,7 @@ describe('settings', () => {
         dataDir: '/var/lib/hefesto',
         apiKey: 'a-long-root-key-0123',
         s3ForcePathStyle: true,
-        limits: { maxEvents: 10, maxPayloadBytes: 100, maxBodyBytes: 4_194_304 },
+        limits: { maxEvents: 10, maxPayloadBytes: 100, maxBodyBytes: 4_194_304, maxJsonDepth: 16 },
         logLevel: 'silent',
       });
     });

@@ -24,7 +24,7 @@ import {
   RenewBody,
   SagaParams,
 } from '../effect-schemas.js';
-import { jsonBody } from '../json-body.js';
+import { jsonBodyOf } from '../json-body.js';
 import type { HttpLimits } from '../limits.js';
 import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
 
@@ -60,7 +60,7 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
   const base = {
     method: 'post' as const,
     security: BEARER_SECURITY,
-    middleware: [write, jsonBody({ maxBytes: limits.maxBodyBytes })],
+    middleware: [write, jsonBodyOf(limits)],
   };
   const leaseErrors = problemResponses(400, 401, 403, 409, 503);
 

@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { KeyService } from '../../services/keys.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
-import { jsonBody } from '../json-body.js';
+import { jsonBodyOf } from '../json-body.js';
 import type { HttpLimits } from '../limits.js';
 import {
   BEARER_SECURITY,
@@ -31,7 +31,7 @@ export const keyRoutes = ({ keys, limits }: KeyRoutesDeps) => {
       'An admin key creates keys for its own tenant; the root key (HEFESTO_API_KEY) for any. ' +
       'The secret is returned once; only its SHA-256 is stored.',
     security: BEARER_SECURITY,
-    middleware: [admin, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
+    middleware: [admin, jsonBodyOf(limits)] as const,
     request: {
       body: { required: true, content: { 'application/json': { schema: CreateKeyBody } } },
     },

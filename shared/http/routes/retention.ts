@@ -4,7 +4,7 @@ import type { Ledger } from '../../services/ledger.js';
 import type { RetentionView } from '../../services/retention.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
-import { jsonBody } from '../json-body.js';
+import { jsonBodyOf } from '../json-body.js';
 import type { HttpLimits } from '../limits.js';
 import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
 
@@ -108,7 +108,7 @@ export const retentionRoutes = ({ ledger, keys, limits }: RetentionRoutesDeps) =
       'unchanged). Needs the admin scope: it deletes history. New streams get the deployment default TTL (HEFESTO_RETENTION_DAYS), or ' +
       'the `ttlSeconds` of the append that creates them.',
     security: BEARER_SECURITY,
-    middleware: [admin, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
+    middleware: [admin, jsonBodyOf(limits)] as const,
     request: {
       params: StreamParams,
       body: { required: true, content: { 'application/json': { schema: RetentionBody } } },

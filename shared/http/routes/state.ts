@@ -7,8 +7,8 @@ import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { requestDigest } from '../idempotency-key.js';
-import { jsonBody } from '../json-body.js';
-import type { HttpLimits } from '../limits.js';
+import { jsonBodyOf } from '../json-body.js';
+import { checkOpsDepth, type HttpLimits } from '../limits.js';
 import {
   BEARER_SECURITY,
   IdempotencyHeaders,
@@ -40,7 +40,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
   const app = new OpenAPIHono<AppEnv>();
   const read = requireKey({ keys, scope: 'read' });
   const write = requireKey({ keys, scope: 'write' });
-  const body = jsonBody({ maxBytes: limits.maxBodyBytes });
+  const body = jsonBodyOf(limits);
 
   const checkpoint = createRoute({
     method: 'post',
@@ -66,6 +66,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
   app.openapi(checkpoint, async (c) => {
     const { streamId } = c.req.valid('param');
     const req = c.req.valid('json');
+    checkOpsDepth(req.ops, limits);
     const bytes = Buffer.byteLength(canonicalJson(req.ops), 'utf8');
     if (bytes > limits.maxPayloadBytes) {
       throw new PayloadTooLargeError(

@@ -4,8 +4,9 @@ import type { KeyService } from '../../services/keys.js';
 import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
+import { eventsPageJson } from '../events-json.js';
 import { requestDigest } from '../idempotency-key.js';
-import { jsonBody } from '../json-body.js';
+import { jsonBodyOf } from '../json-body.js';
 import { checkAppendLimits, type HttpLimits } from '../limits.js';
 import {
   AppendBody,
@@ -15,6 +16,7 @@ import {
   json,
   problemResponses,
   ReadQuery,
+  RepairResult,
   StreamHead,
   StreamParams,
   VerifyResult,
@@ -29,11 +31,15 @@ export interface StreamRoutesDeps {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** /streams/{streamId}...: append, head, read, verify. The tenant is always the key's. */
+/**
+ * /streams/{streamId}...: append, head, read, verify, and the operator's head repair. The
+ * tenant is always the key's.
+ */
 export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
   const app = new OpenAPIHono<AppEnv>();
   const read = requireKey({ keys, scope: 'read' });
   const write = requireKey({ keys, scope: 'write' });
+  const admin = requireKey({ keys, scope: 'admin' });
 
   const append = createRoute({
     method: 'post',
@@ -44,7 +50,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
       `${limits.maxPayloadBytes} bytes of canonical JSON each; bodies up to ` +
       `${limits.maxBodyBytes} bytes.`,
     security: BEARER_SECURITY,
-    middleware: [write, jsonBody({ maxBytes: limits.maxBodyBytes })] as const,
+    middleware: [write, jsonBodyOf(limits)] as const,
     request: {
       params: StreamParams,
       headers: WriteHeaders,
@@ -93,7 +99,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
   });
   app.openapi(head, async (c) => {
     const { streamId } = c.req.valid('param');
-    const h = await ledger.reader.head(principalOf(c).tenant, streamId);
+    const h = await ledger.reader.checkedHead(principalOf(c).tenant, streamId);
     return c.json(
       {
         streamId,
@@ -125,15 +131,23 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
   app.openapi(events, async (c) => {
     const { streamId } = c.req.valid('param');
     const query = c.req.valid('query');
-    const page = await ledger.reader.readEvents(principalOf(c).tenant, streamId, query);
-    return c.json({ events: page.events, next: page.next ?? null }, 200);
+    const page = await ledger.reader.readSealed(principalOf(c).tenant, streamId, query);
+    // The stored payload bytes as they are (events-json.ts); the text is an EventsPage.
+    const text = eventsPageJson(page.events, page.next);
+    return c.body(text, 200, { 'Content-Type': 'application/json' }) as unknown as ReturnType<
+      typeof c.json<{ events: []; next: null }, 200>
+    >;
   });
 
   const verify = createRoute({
     method: 'get',
     path: '/streams/{streamId}/verify',
-    summary: 'Verify the whole chain',
-    description: 'Always 200 for an existing stream: `ok: false` names the first bad seq.',
+    summary: 'Verify the stream',
+    description:
+      'Verifies every object reads depend on: the hash chain of every segment, the head ' +
+      'against the chain end, every base snapshot, and a fork’s origin snapshot. Always 200 ' +
+      'for an existing stream: `ok: false` names the first bad object (`segment`, `head`, ' +
+      '`snapshot`, `fork-origin`), the seq it stands for and the first bad seq.',
     security: BEARER_SECURITY,
     middleware: [read] as const,
     request: { params: StreamParams },
@@ -144,13 +158,33 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
   });
   app.openapi(verify, async (c) => {
     const { streamId } = c.req.valid('param');
-    const result = await ledger.reader.verify(principalOf(c).tenant, streamId);
-    return c.json(
-      result.ok
-        ? { ok: true as const, seq: result.seq, hash: result.hash }
-        : { ok: false as const, code: result.code, firstBadSeq: result.firstBadSeq },
-      200,
-    );
+    const result = await ledger.verifier.verify(principalOf(c).tenant, streamId);
+    if (result.ok) return c.json({ ok: true as const, seq: result.seq, hash: result.hash }, 200);
+    const { code, firstBadSeq, object, seq } = result;
+    return c.json({ ok: false as const, code, firstBadSeq, object, seq }, 200);
+  });
+
+  const repair = createRoute({
+    method: 'post',
+    path: '/streams/{streamId}/repair',
+    summary: 'Repair the chain head (operators)',
+    description:
+      'Rebuilds the head of a stream whose head was deleted or no longer matches the chain ' +
+      '(reads and appends answer ErrTamperedLedger until then) from its verified segments. ' +
+      'A chain that does not verify is not repaired (500 ErrTamperedLedger). Admin scope. See ' +
+      'docs/operations.md.',
+    security: BEARER_SECURITY,
+    middleware: [admin] as const,
+    request: { params: StreamParams },
+    responses: {
+      200: json(RepairResult, 'The head as repaired (repaired: false when it already matched)'),
+      ...problemResponses(400, 401, 403, 404, 409, 500, 503),
+    },
+  });
+  app.openapi(repair, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const result = await ledger.repair.repair(principalOf(c).tenant, streamId);
+    return c.json(result, 200);
   });
 
   return app;

@@ -1,0 +1,16 @@
+import { payloadJsonOf, type SealedEvent } from '../domain/event.js';
+
+/**
+ * The JSON text of a page of events, built from the stored bytes: each payload is the
+ * canonical JSON that was hashed, copied as it is. Nothing is parsed and serialized again,
+ * which saves both the work and the recursion: a payload stored thousands of levels deep (by
+ * a version without the depth limit) reads like any other instead of overflowing the stack.
+ * Field order and spelling are those of LedgerEvent; the text is valid JSON because the
+ * payload bytes are the canonical JSON the chain's hash covers.
+ */
+export const eventJson = (event: SealedEvent): string =>
+  `{"seq":${event.seq},"ts":${event.ts},"type":${JSON.stringify(event.type)},` +
+  `"payload":${payloadJsonOf(event)},"prevHash":"${event.prevHash}","hash":"${event.hash}"}`;
+
+export const eventsPageJson = (events: SealedEvent[], next: number | undefined): string =>
+  `{"events":[${events.map(eventJson).join(',')}],"next":${next ?? 'null'}}`;

@@ -1,0 +1,178 @@
+import { ConflictError, StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
+import { genesisHash } from '../domain/event.js';
+import { EMPTY_STATE_DIGEST } from '../domain/state.js';
+import type { ChainPoint } from '../domain/verify.js';
+import type { Clock } from '../ports/clock.js';
+import type { Item, RecordStore } from '../ports/record-store.js';
+import { type StateEffect, sealedEffect, stateEffect } from './append-model.js';
+import { firstIndexRecord } from './chain-head.js';
+import { type HeadRecord, headKey, snapshotIndexKey, toHead, toSnapshotIndex } from './layout.js';
+import type { Reader } from './reader.js';
+
+/**
+ * Operator repair of a stream's chain head (`hefesto repair STREAM`, or
+ * `POST /v1/streams/{streamId}/repair` with an admin key): rebuilds the head from the
+ * verified segments when it was deleted, or when its fields no longer match the chain (its
+ * hash edited). Reads and appends of such a stream answer ErrTamperedLedger until then.
+ *
+ *   1. Read the head. Marked `deleting` (retention): ErrStreamNotFound, nothing to repair.
+ *   2. Find where the chain starts: the head's pruning point; with no head, genesis when the
+ *      first index record starts at seq 1, else the pruning point that record and the base
+ *      snapshot written there agree on (anything else is refused: history would be lost).
+ *   3. Walk every index record from there, verifying each segment and its link (a gap, a
+ *      broken link or a bad byte is ErrTamperedLedger: nothing is repaired), and recompute
+ *      the head's seq, hash, state digest, delta count and state seq from the events.
+ *   4. Write the head: a new one (condition: still none), or the recomputed fields over the
+ *      stored one (condition: seq and hash as read), keeping its epoch and retention.
+ *      Dies before 4: nothing changed; run it again.
+ * An uncommitted segment at head+1 left by an append that chained on an edited head (its
+ * commit refused) is not deleted here: the next append replaces it (isStrandedOrphan in
+ * chain-head.ts), so the API never needs to delete objects.
+ *
+ * Not recovered from segments: retention settings (expiresAt, pruneAfterMs) of a deleted
+ * head; set them again with PUT .../retention.
+ */
+
+export interface RepairResult {
+  /** Whether the head was written (false: it already matched the chain). */
+  repaired: boolean;
+  /** The head found before, or null when there was none. */
+  before: { seq: number; hash: string } | null;
+  head: { seq: number; hash: string; stateDigest: string; deltas: number; stateSeq: number };
+  /** The pruning point the repaired chain starts after, when pruned. */
+  prunedSeq?: number;
+}
+
+export interface HeadRepairOptions {
+  records: RecordStore;
+  reader: Reader;
+  clock: Clock;
+}
+
+interface ChainStart {
+  point: ChainPoint;
+  effect: StateEffect;
+  pruned: boolean;
+}
+
+export class HeadRepair {
+  readonly #o: HeadRepairOptions;
+
+  constructor(options: HeadRepairOptions) {
+    this.#o = options;
+  }
+
+  async repair(tenant: string, stream: string): Promise<RepairResult> {
+    const { records, reader, clock } = this.#o;
+    const item = await records.get(headKey(tenant, stream));
+    const current = item ? toHead(item) : undefined;
+    if (current?.status === 'deleting') throw new StreamNotFoundError(stream);
+    const start = await this.#start(tenant, stream, current);
+
+    let effect = start.effect;
+    let end = start.point;
+    let firstTs: number | undefined;
+    await reader.retrying(async () => {
+      effect = start.effect;
+      end = start.point;
+      await reader.walk(
+        tenant,
+        stream,
+        start.point.seq + 1,
+        start.point,
+        () => ({}),
+        (seg, e) => {
+          effect = stateEffect(sealedEffect(seg.events), effect);
+          if (seg.events[0]?.seq === 1) firstTs = seg.events[0].ts;
+          end = { seq: e.lastSeq, hash: e.lastHash };
+          return true;
+        },
+      );
+    });
+
+    const head = { seq: end.seq, hash: end.hash, ...effect };
+    const result = {
+      before: current ? { seq: current.seq, hash: current.hash } : null,
+      head,
+      ...(start.pruned ? { prunedSeq: start.point.seq } : {}),
+    };
+    // From genesis every field is recomputed exactly; after a pruning point the delta count
+    // and state seq come from its base record, so only what the chain proves is compared.
+    const compared: Array<keyof typeof head> = start.pruned
+      ? ['seq', 'hash', 'stateDigest']
+      : ['seq', 'hash', 'stateDigest', 'deltas', 'stateSeq'];
+    const matches = current !== undefined && compared.every((k) => current[k] === head[k]);
+    if (!matches) await this.#write(tenant, stream, current, head, start, firstTs ?? clock.now());
+    return { repaired: !matches, ...result };
+  }
+
+  /** Step 2: where the chain to rebuild from starts, and the state there. */
+  async #start(tenant: string, stream: string, current?: HeadRecord): Promise<ChainStart> {
+    const genesis: ChainStart = {
+      point: { seq: 0, hash: genesisHash(tenant, stream) },
+      effect: { stateDigest: EMPTY_STATE_DIGEST, deltas: 0, stateSeq: 0 },
+      pruned: false,
+    };
+    let point: ChainPoint;
+    if (current) {
+      if (current.prunedSeq === undefined || current.prunedHash === undefined) return genesis;
+      point = { seq: current.prunedSeq, hash: current.prunedHash };
+    } else {
+      const first = await firstIndexRecord(this.#o.records, tenant, stream);
+      if (!first) throw new StreamNotFoundError(stream);
+      if (first.firstSeq === 1) return genesis;
+      point = { seq: first.firstSeq - 1, hash: first.prevHash };
+    }
+    // Pruning writes a base snapshot at its point first: its record gives the state there.
+    const base = await this.#o.records.get(snapshotIndexKey(tenant, stream, point.seq));
+    const snapshot = base ? toSnapshotIndex(base) : undefined;
+    if (!snapshot || snapshot.hash !== point.hash) {
+      throw new TamperedLedgerError(
+        point.seq + 1,
+        'the chain starts after seq 1 but no base snapshot marks a pruning point there',
+      );
+    }
+    const effect = {
+      stateDigest: snapshot.stateDigest,
+      deltas: snapshot.deltas ?? 0,
+      stateSeq: point.seq,
+    };
+    return { point, effect, pruned: true };
+  }
+
+  /** Step 4. */
+  async #write(
+    tenant: string,
+    stream: string,
+    current: HeadRecord | undefined,
+    head: RepairResult['head'],
+    start: ChainStart,
+    createdAt: number,
+  ): Promise<void> {
+    const now = this.#o.clock.now();
+    const key = headKey(tenant, stream);
+    try {
+      if (current) {
+        await this.#o.records.update(
+          key,
+          { set: { ...head, updatedAt: now } },
+          {
+            conditions: [
+              { op: 'eq', attr: 'seq', value: current.seq },
+              { op: 'eq', attr: 'hash', value: current.hash },
+              { op: 'attrNotExists', attr: 'status' },
+            ],
+          },
+        );
+        return;
+      }
+      const item: Item = { ...key, ...head, epoch: 0, createdAt, updatedAt: now, pending: 0 };
+      if (start.pruned)
+        Object.assign(item, { prunedSeq: start.point.seq, prunedHash: start.point.hash });
+      await this.#o.records.put(item, { conditions: [{ op: 'notExists' }] });
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      throw new ConflictError('the head changed while it was repaired: run the repair again');
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import { type HefestoErrorOptions, TamperedLedgerError } from '../domain/errors.js';
+
+/**
+ * Which stored object failed verification. Reads depend on all of them: the segments (the
+ * events), the chain head (where reads stop and appends chain on), the base snapshots (state
+ * reads) and, for a fork, the origin snapshot its first event names.
+ */
+export type TamperedObject = 'segment' | 'head' | 'snapshot' | 'fork-origin';
+
+/**
+ * ErrTamperedLedger naming the object that failed and the seq it stands for (a segment's
+ * first bad seq, the head's seq, a snapshot's seq, 0 for a fork's origin). Every other
+ * TamperedLedgerError comes from segment bytes, so it counts as `segment`.
+ */
+export class TamperedObjectError extends TamperedLedgerError {
+  readonly object: TamperedObject;
+  readonly seq: number;
+
+  constructor(
+    object: TamperedObject,
+    at: { firstBadSeq: number; seq: number },
+    message: string,
+    options?: HefestoErrorOptions,
+  ) {
+    super(at.firstBadSeq, message, options);
+    this.object = object;
+    this.seq = at.seq;
+  }
+}
+
+export const objectOf = (err: TamperedLedgerError): { object: TamperedObject; seq: number } =>
+  err instanceof TamperedObjectError
+    ? { object: err.object, seq: err.seq }
+    : { object: 'segment', seq: err.firstBadSeq };
