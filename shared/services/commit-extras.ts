@@ -1,3 +1,4 @@
+import { genesisHash } from '../domain/event.js';
 import { DELTA_EVENT } from '../domain/state.js';
 import type { JsonValue, TransactOp } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
@@ -103,6 +104,13 @@ export const chainEndCheck = (
   head: { exists: boolean; seq: number; hash: string; prunedSeq?: number; prunedHash?: string },
 ): TransactOp | undefined => {
   if (!head.exists) return undefined;
+  if (head.seq === 0) {
+    // A head before any event (a lease barrier creates one): no segment to anchor on, and the
+    // only hash it may hold is the stream's genesis.
+    if (head.hash !== genesisHash(tenant, stream))
+      throw headMismatch(head, 'the head is not genesis');
+    return undefined;
+  }
   if (head.prunedSeq !== undefined && head.prunedSeq >= head.seq) {
     if (head.prunedHash !== head.hash) throw headMismatch(head, 'the head is not the pruning hash');
     return undefined;
