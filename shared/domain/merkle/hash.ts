@@ -8,8 +8,17 @@ import { HASH_BYTES, HEX_HASH_PATTERN, sha256 } from '../hashing.js';
  * the head record).
  */
 
+/**
+ * Digests as plain Uint8Arrays, not Buffers: `Buffer#slice` is a view where `Uint8Array#slice`
+ * copies, and mixing the two makes equality checks and defensive copies lie.
+ */
+const digest = (data: Uint8Array): Uint8Array => {
+  const b = sha256(data);
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+};
+
 /** MTH({}) = SHA-256 of the empty string: the root of a tree of size 0. */
-export const EMPTY_ROOT: Uint8Array = sha256(new Uint8Array(0));
+export const EMPTY_ROOT: Uint8Array = digest(new Uint8Array(0));
 
 // One-shot hashing copies its input, so one scratch buffer per shape is safe to reuse
 // (JavaScript runs this synchronously): no allocation per hash besides the digest.
@@ -25,18 +34,18 @@ nodeScratch[0] = 0x01;
 export const leafHash = (entry: Uint8Array): Uint8Array => {
   if (entry.length === HASH_BYTES) {
     leafScratch.set(entry, 1);
-    return sha256(leafScratch);
+    return digest(leafScratch);
   }
   const data = new Uint8Array(1 + entry.length);
   data.set(entry, 1);
-  return sha256(data);
+  return digest(data);
 };
 
 /** An interior node: SHA-256(0x01 ‖ left ‖ right). */
 export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => {
   nodeScratch.set(left, 1);
   nodeScratch.set(right, 1 + HASH_BYTES);
-  return sha256(nodeScratch);
+  return digest(nodeScratch);
 };
 
 export const hashToHex = (hash: Uint8Array): string =>

@@ -156,8 +156,10 @@ export const decodeTile = (bytes: Uint8Array, width: number): Uint8Array[] => {
       `tile of width ${width} has ${bytes.length} bytes, not ${width * HASH_BYTES}`,
     );
   }
-  return Array.from({ length: width }, (_, i) =>
-    bytes.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES),
+  // Plain Uint8Array views (a stored body may be a Buffer; see hash.ts on Buffer#slice).
+  return Array.from(
+    { length: width },
+    (_, i) => new Uint8Array(bytes.buffer, bytes.byteOffset + i * HASH_BYTES, HASH_BYTES),
   );
 };
 
