@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidFormatError, InvalidInputError } from '../../shared/domain/errors.js';
 import { sha256 } from '../../shared/domain/hashing.js';
@@ -23,6 +24,7 @@ import {
   tileKey,
   tilePath,
   tilesBetween,
+  tilesForConsistency,
   tilesForInclusion,
   tileWidth,
 } from '../../shared/domain/merkle/index.js';
@@ -224,6 +226,34 @@ describe('tiles', () => {
       stored.set('tile/0/001', (stored.get('tile/0/001') as Uint8Array).subarray(0, 8000));
       const source = new TileHashSource(readerOf(stored), 1_000);
       await expect(inclusionProof(source, 300, 1_000)).rejects.toThrow(InvalidFormatError);
+    });
+  });
+
+  describe('pruning', () => {
+    it('proofs from the pruning point on read no level-0 tile wholly below it', () => {
+      // Leaves below p are pruned. Consistency between sizes >= p and inclusion of leaves >= p
+      // must not need the level-0 tiles that end at or before p (docs/proofs.md, Pruning).
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 1, max: 2_000_000 }),
+          fc.nat(),
+          fc.nat(),
+          fc.nat(),
+          (t, a, b, c) => {
+            const p = 1 + (a % t);
+            const s = p + (b % (t - p + 1));
+            const leaf = p + (c % (t - p + 1));
+            const tiles = [
+              ...tilesForConsistency(s, t),
+              ...(leaf < t ? tilesForInclusion(leaf, t) : []),
+              ...(leaf < s ? tilesForInclusion(leaf, s) : []),
+            ];
+            const below = tiles.filter((x) => x.level === 0 && (x.index + 1) * 256 <= p);
+            expect(below).toEqual([]);
+          },
+        ),
+        { numRuns: 3_000 },
+      );
     });
   });
 
