@@ -1,4 +1,5 @@
-import { InvalidFormatError } from '../errors.js';
+import { InvalidFormatError, InvalidInputError } from '../errors.js';
+import { HASH_BYTES } from '../hashing.js';
 import { EMPTY_ROOT, hashToHex, hexToHash, nodeHash } from './hash.js';
 import { checkSize, type NodeId, popcount, rangeNodes } from './shape.js';
 
@@ -26,6 +27,7 @@ const checkFrontier = (frontier: Frontier, size: number): void => {
 export const appendLeaf = (frontier: Frontier, size: number, leaf: Uint8Array): Uint8Array[] => {
   checkSize(size, 'size');
   checkFrontier(frontier, size);
+  if (leaf.length !== HASH_BYTES) throw new InvalidInputError('a leaf hash has 32 bytes');
   const next = frontier.slice();
   let carry = leaf;
   // Each trailing 1 bit of size is a subtree of the same size as the carry: merge them.

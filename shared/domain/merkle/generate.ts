@@ -1,3 +1,4 @@
+import { InvalidFormatError } from '../errors.js';
 import { foldRange } from './frontier.js';
 import {
   checkSize,
@@ -40,6 +41,9 @@ const rangeHashes = async (
 ): Promise<Uint8Array[]> => {
   const { nodes, ends } = plan(ranges);
   const hashes = nodes.length === 0 ? [] : await source.nodeHashes(nodes);
+  if (hashes.length !== nodes.length) {
+    throw new InvalidFormatError(`hash source answered ${hashes.length} of ${nodes.length} hashes`);
+  }
   const out: Uint8Array[] = [];
   let start = 0;
   for (const end of ends) {

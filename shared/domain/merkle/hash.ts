@@ -1,4 +1,4 @@
-import { InvalidFormatError } from '../errors.js';
+import { InvalidFormatError, InvalidInputError } from '../errors.js';
 import { HASH_BYTES, HEX_HASH_PATTERN, sha256 } from '../hashing.js';
 
 /**
@@ -43,6 +43,10 @@ export const leafHash = (entry: Uint8Array): Uint8Array => {
 
 /** An interior node: SHA-256(0x01 ‖ left ‖ right). */
 export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => {
+  // A shorter input would hash stale scratch bytes: refuse it rather than hash garbage.
+  if (left.length !== HASH_BYTES || right.length !== HASH_BYTES) {
+    throw new InvalidInputError('tree hashes are 32 bytes');
+  }
   nodeScratch.set(left, 1);
   nodeScratch.set(right, 1 + HASH_BYTES);
   return digest(nodeScratch);

@@ -47,6 +47,7 @@ export class MemoryTree implements HashSource {
 
   /** Appends a leaf hash (SHA-256(0x00 ‖ entry), see `leafHash`). */
   append(leaf: Uint8Array): void {
+    if (leaf.length !== HASH_BYTES) throw new InvalidInputError('a leaf hash has 32 bytes');
     let level = 0;
     let hash = leaf;
     for (;;) {

@@ -1,7 +1,7 @@
 import { InvalidFormatError } from '../errors.js';
 import type { HashSource } from './generate.js';
 import { nodeHash } from './hash.js';
-import type { NodeId } from './shape.js';
+import { checkSize, type NodeId } from './shape.js';
 import { decodeTile, nodeSpan, TILE_WIDTH, type TileId, tileAt, tilePath } from './tiles.js';
 
 /**
@@ -52,7 +52,9 @@ export class TileHashSource implements HashSource {
   constructor(
     readonly reader: TileReader,
     readonly treeSize: number,
-  ) {}
+  ) {
+    checkSize(treeSize, 'treeSize');
+  }
 
   async nodeHashes(nodes: readonly NodeId[]): Promise<Uint8Array[]> {
     const spans = nodes.map((node) => {

@@ -1,3 +1,4 @@
+import { HASH_BYTES } from '../hashing.js';
 import { EMPTY_ROOT, hashesEqual, nodeHash } from './hash.js';
 import { isSize } from './shape.js';
 
@@ -11,6 +12,8 @@ import { isSize } from './shape.js';
  */
 
 const half = (x: number): number => Math.floor(x / 2);
+const allHashes = (hashes: readonly Uint8Array[]): boolean =>
+  hashes.every((h) => h instanceof Uint8Array && h.length === HASH_BYTES);
 const odd = (x: number): boolean => x % 2 === 1;
 
 /** The longest path any tree of a safe-integer size can need; longer paths are refused unread. */
@@ -27,7 +30,7 @@ export const rootFromInclusionProof = (
   path: readonly Uint8Array[],
 ): Uint8Array | undefined => {
   if (!isSize(leafIndex) || !isSize(treeSize) || leafIndex >= treeSize) return undefined;
-  if (path.length > MAX_PATH_LENGTH) return undefined;
+  if (path.length > MAX_PATH_LENGTH || !allHashes([leaf, ...path])) return undefined;
   let fn = leafIndex;
   let sn = treeSize - 1;
   let r = leaf;
@@ -58,7 +61,7 @@ export const verifyInclusion = (
   root: Uint8Array,
 ): boolean => {
   const computed = rootFromInclusionProof(leaf, leafIndex, treeSize, path);
-  return computed !== undefined && hashesEqual(computed, root);
+  return computed !== undefined && allHashes([root]) && hashesEqual(computed, root);
 };
 
 const isPowerOfTwo = (n: number): boolean => {
@@ -80,7 +83,7 @@ export const verifyConsistency = (
   toRoot: Uint8Array,
 ): boolean => {
   if (!isSize(from) || !isSize(to) || from > to) return false;
-  if (path.length > MAX_PATH_LENGTH) return false;
+  if (path.length > MAX_PATH_LENGTH || !allHashes([fromRoot, toRoot, ...path])) return false;
   if (from === to) return path.length === 0 && hashesEqual(fromRoot, toRoot);
   if (from === 0) return path.length === 0 && hashesEqual(fromRoot, EMPTY_ROOT);
   if (path.length === 0) return false;
