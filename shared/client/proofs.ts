@@ -50,7 +50,14 @@ export class TamperedHistoryError extends ClientVerificationError {
   }
 }
 
-/** Which stream a head must be for. */
+/**
+ * Which stream a head must be for.
+ *
+ * @example
+ * ```ts
+ * const scope: HeadScope = { tenant: 'acme', streamId: 'run-1' };
+ * ```
+ */
 export interface HeadScope {
   tenant: string;
   streamId: string;

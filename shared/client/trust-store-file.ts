@@ -23,13 +23,29 @@ interface Entry extends TrustKey {
   head: SignedTreeHead;
 }
 
-/** `$HEFESTO_TRUST_FILE`, else `~/.hefesto/trusted-heads.json`. */
+/**
+ * `$HEFESTO_TRUST_FILE`, else `~/.hefesto/trusted-heads.json`.
+ *
+ * @example
+ * ```ts
+ * const store = new FileTrustStore(defaultTrustStorePath());
+ * ```
+ */
 export const defaultTrustStorePath = (
   env: Record<string, string | undefined> = process.env,
   home: string = homedir(),
 ): string => env.HEFESTO_TRUST_FILE ?? join(home, '.hefesto', 'trusted-heads.json');
 
-/** The trust file does not hold what this client wrote (damaged, or edited by hand). */
+/**
+ * The trust file does not hold what this client wrote (damaged, or edited by hand).
+ *
+ * @example
+ * ```ts
+ * await store.get(key).catch((err) => {
+ *   if (err instanceof TrustStoreError) console.error('restore the trust file from a backup');
+ * });
+ * ```
+ */
 export class TrustStoreError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

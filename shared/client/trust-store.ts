@@ -8,7 +8,14 @@ import { checkConsistency } from './proofs.js';
  * (`FileTrustStore`); any store that keeps what `put` gave it will do.
  */
 
-/** Whose head: the service (base URL), the tenant and the stream. */
+/**
+ * Whose head: the service (base URL), the tenant and the stream.
+ *
+ * @example
+ * ```ts
+ * const key: TrustKey = { baseUrl: 'http://localhost:8787', tenant: 'acme', stream: 'run-1' };
+ * ```
+ */
 export interface TrustKey {
   baseUrl: string;
   tenant: string;
@@ -31,7 +38,14 @@ export interface TrustStore {
   put(key: TrustKey, head: SignedTreeHead): Promise<void>;
 }
 
-/** The store's id of a key; base URLs compare without trailing slashes. */
+/**
+ * The store's id of a key; base URLs compare without trailing slashes.
+ *
+ * @example
+ * ```ts
+ * trustKeyId({ baseUrl: 'http://h/', tenant: 'acme', stream: 'run-1' }); // '["http://h","acme","run-1"]'
+ * ```
+ */
 export const trustKeyId = (key: TrustKey): string =>
   JSON.stringify([key.baseUrl.replace(/\/+$/, ''), key.tenant, key.stream]);
 
