@@ -105,6 +105,43 @@ const tamperedWith = (fn: () => unknown): TamperedHistoryError => {
 };
 
 describe('client proofs', () => {
+  it('accept every proof of test/vectors/merkle.json through the client entry points', () => {
+    const v = JSON.parse(
+      readFileSync(new URL('../vectors/merkle.json', import.meta.url), 'utf8'),
+    ) as {
+      entries: string[];
+      roots: string[];
+      inclusion: Array<{ leafIndex: number; treeSize: number; path: string[] }>;
+      consistency: Array<{ from: number; to: number; path: string[] }>;
+    };
+    const signer = new FakeSigner('vectors');
+    const head = (treeSize: number) =>
+      signTreeHead(
+        { ...scope, treeBase: 0, treeSize, rootHash: v.roots[treeSize] as string, timestamp: 1 },
+        signer,
+      );
+    const heads = v.roots.map((_, n) => head(n));
+    for (const proof of v.inclusion) {
+      const event = { seq: proof.leafIndex + 1, hash: v.entries[proof.leafIndex] as string };
+      const signed = heads[proof.treeSize] as SignedTreeHead;
+      expect(() => verifyEventInclusion(signed, event, proof)).not.toThrow();
+      const other = { ...event, hash: v.entries[(proof.leafIndex + 1) % 20] as string };
+      expect(() => verifyEventInclusion(signed, other, proof)).toThrow(ClientVerificationError);
+    }
+    for (const proof of v.consistency) {
+      const [trusted, current] = [heads[proof.from], heads[proof.to]] as SignedTreeHead[];
+      expect(() =>
+        checkConsistency(trusted as SignedTreeHead, current as SignedTreeHead, proof),
+      ).not.toThrow();
+      if (proof.from > 0 && proof.from < proof.to) {
+        const older = heads[proof.from - 1] as SignedTreeHead;
+        expect(() => checkConsistency(older, current as SignedTreeHead, proof)).toThrow(
+          ClientVerificationError,
+        );
+      }
+    }
+  });
+
   describe('checkConsistency', () => {
     it('accepts a head that extends the trusted one, with its consistency proof', async () => {
       const s = new FakeStream('acme', 'run-1').append(5);
