@@ -47,6 +47,12 @@ describe('supported Node versions', () => {
     expect(admits(supported, node24), node24).toBe(true);
   });
 
+  // scripts/test.sh sets HEFESTO_TEST_NODE=24 for its second run: make sure that run really is
+  // on the pinned Node 24 (PATH or npx picking another node would pass silently otherwise).
+  it.runIf(process.env.HEFESTO_TEST_NODE === '24')('runs on the pinned Node 24', () => {
+    expect(process.versions.node).toBe(node24);
+  });
+
   it('every package in the lockfile accepts every supported Node (no EBADENGINE)', () => {
     const versions = [...floors(supported), process.versions.node, node24];
     const refused: string[] = [];
