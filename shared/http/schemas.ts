@@ -59,7 +59,7 @@ export const IdempotencyHeaders = z.object({
 export const WriteHeaders = IdempotencyHeaders.extend({
   'Hefesto-Fencing-Token': z
     .string()
-    .regex(/^\d{1,15}$/, 'must be a lease epoch (a whole number)')
+    .regex(/^[1-9]\d{0,14}$/, 'must be a lease epoch (a whole number from 1)')
     .transform(Number)
     .optional()
     .openapi({
@@ -103,7 +103,14 @@ export const AppendBody = z
           'Default: the deployment default (HEFESTO_RETENTION_DAYS), or forever.',
       }),
   })
-  .openapi('AppendRequest');
+  .openapi('AppendRequest', {
+    example: {
+      events: [
+        { type: 'observation', payload: { role: 'tool', name: 'search', output: '3 results' } },
+      ],
+      expectedSeq: 0,
+    },
+  });
 
 export const AppendResult = z
   .object({
@@ -111,7 +118,13 @@ export const AppendResult = z
     lastSeq: Seq,
     head: z.object({ seq: Seq, hash: Hash }),
   })
-  .openapi('AppendResult');
+  .openapi('AppendResult', {
+    example: {
+      firstSeq: 1,
+      lastSeq: 1,
+      head: { seq: 1, hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129' },
+    },
+  });
 
 export const StreamHead = z
   .object({
@@ -124,7 +137,18 @@ export const StreamHead = z
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
-  .openapi('StreamHead');
+  .openapi('StreamHead', {
+    example: {
+      streamId: 'run-2024-06-01.a',
+      seq: 1,
+      hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
+      stateDigest: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+      deltas: 0,
+      stateSeq: 0,
+      createdAt: '2024-06-01T09:30:00.000Z',
+      updatedAt: '2024-06-01T09:30:00.000Z',
+    },
+  });
 
 export const ReadQuery = z.object({
   from: z.coerce.number().int().min(1).optional().openapi({ description: 'First seq to read' }),
@@ -152,14 +176,34 @@ export const EventsPage = z
       description: 'Pass as `from` to read on; null once the read reached the head',
     }),
   })
-  .openapi('EventsPage');
+  .openapi('EventsPage', {
+    example: {
+      events: [
+        {
+          seq: 1,
+          ts: 1717234200000,
+          type: 'observation',
+          payload: { name: 'search', output: '3 results', role: 'tool' },
+          prevHash: '7270359585a74b85821f9a34ef24f7b5a64854e80d8a3a654a1f8e4f4c87c128',
+          hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
+        },
+      ],
+      next: null,
+    },
+  });
 
 export const VerifyResult = z
   .union([
     z.object({ ok: z.literal(true), seq: Seq, hash: Hash }),
     z.object({ ok: z.literal(false), code: z.literal('ErrTamperedLedger'), firstBadSeq: Seq }),
   ])
-  .openapi('VerifyResult');
+  .openapi('VerifyResult', {
+    example: {
+      ok: true,
+      seq: 1,
+      hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
+    },
+  });
 
 export const ScopeSchema = z.enum(SCOPES);
 
@@ -171,7 +215,7 @@ export const CreateKeyBody = z
     }),
     scopes: z.array(ScopeSchema).min(1),
   })
-  .openapi('CreateKeyRequest');
+  .openapi('CreateKeyRequest', { example: { tenant: 'acme', scopes: ['read', 'write'] } });
 
 export const CreatedKey = z
   .object({
@@ -180,9 +224,18 @@ export const CreatedKey = z
     tenant: z.string(),
     scopes: z.array(ScopeSchema),
   })
-  .openapi('CreatedKey');
+  .openapi('CreatedKey', {
+    example: {
+      id: '71070ee88ba1d44d',
+      key: 'hk_71070ee88ba1d44d_Ej8cWzY7LvJDLZNWSa4FjJ2hTKdFpB5aN9JiIi0IMRE',
+      tenant: 'acme',
+      scopes: ['read', 'write'],
+    },
+  });
 
-export const Health = z.object({ ok: z.literal(true) }).openapi('Health');
+export const Health = z
+  .object({ ok: z.literal(true) })
+  .openapi('Health', { example: { ok: true } });
 
 export const ProblemSchema = z
   .object({
@@ -196,6 +249,13 @@ export const ProblemSchema = z
     currentSeq: Seq.optional().openapi({ description: 'ErrSeqConflict: the head seq now' }),
     firstBadSeq: Seq.optional().openapi({ description: 'ErrTamperedLedger: first bad seq' }),
     prunedSeq: Seq.optional().openapi({ description: 'ErrPruned: events up to here are gone' }),
+    seq: Seq.optional().openapi({ description: 'ErrDivergenceDetected: where it diverged' }),
+    opIndex: z.number().int().min(0).optional().openapi({
+      description: 'ErrInvalidDelta: the op that cannot apply',
+    }),
+    retryAfterSeconds: z.number().int().min(1).optional().openapi({
+      description: 'ErrIdempotencyInProgress: as the Retry-After header',
+    }),
     issues: z
       .array(z.object({ in: z.string(), path: z.string(), message: z.string() }))
       .optional()
