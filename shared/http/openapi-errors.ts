@@ -1,7 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import type { ErrorCode } from '../domain/errors.js';
 import { PROBLEM_CONTENT_TYPE, problemType, titleOf } from './problem.js';
-import { ProblemSchema } from './schemas.js';
 import { STATUS_BY_CODE } from './status-table.js';
 
 /**
@@ -141,10 +139,19 @@ export const errorResponses = (...codes: Codes[]) => {
         ...headersOf(list),
         content: {
           [PROBLEM_CONTENT_TYPE]: {
-            schema: ProblemSchema.extend({
-              status: z.literal(status),
-              code: z.enum(list as [ErrorCode, ...ErrorCode[]]),
-            }),
+            // The Problem component (schemas.ts, registered by docs.ts), narrowed to these.
+            schema: {
+              allOf: [
+                { $ref: '#/components/schemas/Problem' },
+                {
+                  type: 'object' as const,
+                  properties: {
+                    status: { type: 'integer' as const, enum: [status] },
+                    code: { type: 'string' as const, enum: list },
+                  },
+                },
+              ],
+            },
             examples: Object.fromEntries(
               list.map((code) => [code, { $ref: `#/components/examples/${code}` }]),
             ),
@@ -154,3 +161,9 @@ export const errorResponses = (...codes: Codes[]) => {
     ]),
   );
 };
+
+/** Every code the status table maps to one of `statuses`. */
+export const codesOfStatus = (...statuses: number[]): ErrorCode[] =>
+  (Object.keys(STATUS_BY_CODE) as ErrorCode[]).filter((code) =>
+    statuses.includes(STATUS_BY_CODE[code]),
+  );

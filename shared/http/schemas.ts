@@ -3,7 +3,7 @@ import { RESERVED_TYPE_PREFIX } from '../domain/state.js';
 import { SCOPES, TENANT_PATTERN } from '../services/keys.js';
 import { parseIdempotencyKey } from './idempotency-key.js';
 import { READ_LIMIT } from './limits.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { codesOfStatus, errorResponses } from './openapi-errors.js';
 
 /**
  * The zod schemas of the API: they validate requests and, through @hono/zod-openapi, are the
@@ -263,31 +263,13 @@ export const ProblemSchema = z
   })
   .openapi('Problem', { description: 'RFC 9457 problem details' });
 
-const PROBLEM_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid input (ErrInvalidInput)',
-  401: 'Missing, unknown or revoked API key (ErrUnauthorized)',
-  403: 'The key lacks the scope or the tenant (ErrForbidden)',
-  404: 'Not found (ErrStreamNotFound, ErrNotFound)',
-  409: 'Conflict (ErrSeqConflict, ErrIdempotencyInProgress with Retry-After)',
-  410: 'Pruned by retention (ErrPruned, with prunedSeq): read after prunedSeq',
-  413: 'Body, batch or payload too large (ErrPayloadTooLarge)',
-  415: 'Content-Type is not application/json (ErrUnsupportedMediaType)',
-  422: 'Idempotency-Key reused with another request (ErrIdempotencyKeyReused)',
-  500: 'Tampered ledger (ErrTamperedLedger, with firstBadSeq) or internal error',
-  503: 'Storage unavailable (ErrUnavailable); retry later',
-};
-
-/** OpenAPI responses for the problem statuses a route can answer. */
+/**
+ * OpenAPI responses for the problem statuses a route can answer, documenting every code of
+ * each status.
+ * @deprecated List the codes the route answers instead: errorResponses (openapi-errors.ts).
+ */
 export const problemResponses = (...statuses: number[]) =>
-  Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      {
-        description: PROBLEM_DESCRIPTIONS[status] ?? 'Error',
-        content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
-      },
-    ]),
-  );
+  errorResponses(codesOfStatus(...statuses));
 
 export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,

@@ -4,7 +4,7 @@ import type { ErrorCode } from '../../domain/errors.js';
 import type { AppEnv } from '../context.js';
 import { renderDocsPage } from '../docs-page.js';
 import { problemExample } from '../openapi-errors.js';
-import { Health, json } from '../schemas.js';
+import { Health, json, ProblemSchema } from '../schemas.js';
 import { STATUS_BY_CODE } from '../status-table.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
@@ -35,6 +35,8 @@ export const registerDocs = (app: OpenAPIHono<AppEnv>): void => {
     scheme: 'bearer',
     description: 'An API key, `hk_<keyId>_<secret>`, scoped to one tenant',
   });
+  // Error responses name the Problem schema by reference (openapi-errors.ts).
+  app.openAPIRegistry.register('Problem', ProblemSchema);
   for (const code of Object.keys(STATUS_BY_CODE) as ErrorCode[]) {
     app.openAPIRegistry.registerComponent('examples', code, problemExample(code));
   }

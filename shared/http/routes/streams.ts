@@ -94,7 +94,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     request: { params: StreamParams },
     responses: {
       200: json(StreamHead, 'The chain head'),
-      ...errorResponses(READ_ERRORS, 'ErrStreamNotFound'),
+      ...errorResponses(READ_ERRORS, VERIFIED_READ_ERRORS, 'ErrStreamNotFound'),
     },
   });
   app.openapi(head, async (c) => {
