@@ -1,11 +1,11 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import pkg from '../../../package.json' with { type: 'json' };
 import type { ErrorCode } from '../../domain/errors.js';
 import type { AppEnv } from '../context.js';
 import { renderDocsPage } from '../docs-page.js';
 import { problemExample } from '../openapi-errors.js';
 import { Health, json, ProblemSchema } from '../schemas.js';
 import { STATUS_BY_CODE } from '../status-table.js';
+import { SERVER_VERSION } from '../version.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
@@ -14,7 +14,7 @@ const DOCUMENT_CONFIG = {
   info: {
     title: 'Hefesto: durable state for AI agents',
     // The release of the server; the API's own version is the /v1 in its paths.
-    version: pkg.version,
+    version: SERVER_VERSION,
     description:
       'Append-only, SHA-256 hash-chained event streams with delta checkpoints, exactly-once ' +
       'effects and fenced leases. Every route under /v1 takes an API key ' +
