@@ -166,6 +166,11 @@ export class Checkpointer {
       const origin = await states.forkOrigin(req.tenant, stream);
       return this.#forkResult(req, stored.response, origin, true);
     }
+    // Refuse an existing target before writing anything under it (a 4xx stores nothing). A
+    // stream created between this read and the append below still gets 409 from the append;
+    // the snapshot object written for it meanwhile is then the only leftover.
+    const target = await appender.readHead(req.tenant, stream);
+    if (target.exists && target.seq > 0) throw new StreamExistsError(stream);
     const origin = await states.hydrate(req.tenant, req.source, req.at);
     const snapshotKey = await states.writeSnapshotObject(req.tenant, stream, {
       seq: 0,

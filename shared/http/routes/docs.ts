@@ -1,18 +1,26 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import type { ErrorCode } from '../../domain/errors.js';
 import type { AppEnv } from '../context.js';
 import { renderDocsPage } from '../docs-page.js';
-import { Health, json } from '../schemas.js';
+import { problemExample } from '../openapi-errors.js';
+import { Health, json, ProblemSchema } from '../schemas.js';
+import { STATUS_BY_CODE } from '../status-table.js';
+import { SERVER_VERSION } from '../version.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
 const DOCUMENT_CONFIG = {
   openapi: '3.1.0',
   info: {
-    title: 'Hefesto API',
-    version: '1',
+    title: 'Hefesto: durable state for AI agents',
+    // The release of the server; the API's own version is the /v1 in its paths.
+    version: SERVER_VERSION,
     description:
-      'Durable state for AI agents: append-only, SHA-256 hash-chained event streams. ' +
-      'Errors are RFC 9457 application/problem+json with a stable `code`.',
+      'Append-only, SHA-256 hash-chained event streams with delta checkpoints, exactly-once ' +
+      'effects and fenced leases. Every route under /v1 takes an API key ' +
+      '(`Authorization: Bearer hk_…`) scoped to one tenant. Errors are RFC 9457 ' +
+      '`application/problem+json` with a stable `code`; each route lists the codes it can ' +
+      'answer under their statuses.',
   },
 };
 
@@ -27,6 +35,11 @@ export const registerDocs = (app: OpenAPIHono<AppEnv>): void => {
     scheme: 'bearer',
     description: 'An API key, `hk_<keyId>_<secret>`, scoped to one tenant',
   });
+  // Error responses name the Problem schema by reference (openapi-errors.ts).
+  app.openAPIRegistry.register('Problem', ProblemSchema);
+  for (const code of Object.keys(STATUS_BY_CODE) as ErrorCode[]) {
+    app.openAPIRegistry.registerComponent('examples', code, problemExample(code));
+  }
   let cached: ReturnType<typeof app.getOpenAPI31Document> | undefined;
   // The registry is complete once the app is built, so the document is generated once.
   const document = () => {
@@ -58,5 +71,9 @@ export const registerDocs = (app: OpenAPIHono<AppEnv>): void => {
       200: { description: 'The docs page', content: { 'text/html': { schema: z.string() } } },
     },
   });
-  app.openapi(docs, (c) => c.html(renderDocsPage(document()), 200));
+  let page: string | undefined;
+  app.openapi(docs, (c) => {
+    page ??= renderDocsPage(document());
+    return c.html(page, 200);
+  });
 };

@@ -10,10 +10,16 @@ import { requestDigest } from '../idempotency-key.js';
 import { jsonBodyOf } from '../json-body.js';
 import { checkOpsDepth, type HttpLimits } from '../limits.js';
 import {
+  APPEND_ERRORS,
+  errorResponses,
+  READ_ERRORS,
+  VERIFIED_READ_ERRORS,
+  WRITE_ERRORS,
+} from '../openapi-errors.js';
+import {
   BEARER_SECURITY,
   IdempotencyHeaders,
   json,
-  problemResponses,
   StreamParams,
   WriteHeaders,
 } from '../schemas.js';
@@ -60,7 +66,14 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     },
     responses: {
       201: json(CheckpointResult, 'Checkpointed (or replayed: header Idempotent-Replayed: true)'),
-      ...problemResponses(400, 401, 403, 409, 413, 415, 422, 500, 503),
+      ...errorResponses(
+        WRITE_ERRORS,
+        APPEND_ERRORS,
+        'ErrPruned',
+        'ErrDivergenceDetected',
+        'ErrInvalidDelta',
+        'ErrDraining',
+      ),
     },
   });
   app.openapi(checkpoint, async (c) => {
@@ -103,7 +116,13 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     request: { params: StreamParams, query: StateQuery },
     responses: {
       200: json(StateResult, 'The state at that seq'),
-      ...problemResponses(400, 401, 403, 404, 409, 410, 500, 503),
+      ...errorResponses(
+        READ_ERRORS,
+        VERIFIED_READ_ERRORS,
+        'ErrStreamNotFound',
+        'ErrPruned',
+        'ErrDivergenceDetected',
+      ),
     },
   });
   app.openapi(state, async (c) => {
@@ -133,7 +152,16 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     },
     responses: {
       201: json(ForkResult, 'The new stream'),
-      ...problemResponses(400, 401, 403, 404, 409, 410, 413, 415, 422, 500, 503),
+      ...errorResponses(
+        WRITE_ERRORS,
+        VERIFIED_READ_ERRORS,
+        'ErrStreamNotFound',
+        'ErrPruned',
+        'ErrDivergenceDetected',
+        'ErrStreamExists',
+        'ErrIdempotencyKeyReused',
+        'ErrIdempotencyInProgress',
+      ),
     },
   });
   app.openapi(fork, async (c) => {
