@@ -26,6 +26,8 @@ export const TAG = {
 export const INLINE_MAX = 1024;
 /** Items per array page (every level): appends re-hash one page per level. */
 export const ARRAY_FANOUT = 64;
+/** An object node with at most this many members is one page (no key-rank cuts). */
+export const OBJECT_FLAT_MAX = 32;
 /** Entries after which an object page is cut even without a key boundary. */
 export const OBJECT_MAX_FANOUT = 128;
 /** Strings whose canonical JSON exceeds this are split into pages of this many bytes. */

@@ -31,6 +31,10 @@ const notFound = (path: string): never => {
   throw new NotFoundError(`the state holds no value at ${path}`);
 };
 
+/** `value`, unless it is missing (a JSON null is a value). */
+const present = (value: JsonValue | undefined, path: string): JsonValue =>
+  value === undefined ? notFound(path) : value;
+
 const segmentsOf = (path: string): string[] => {
   const segments = splitPointer(path);
   if (segments === undefined) throw new InvalidInputError('path must be a JSON Pointer, like /a/0');
@@ -70,7 +74,7 @@ export const proveState = (state: MerkleState, path: string): StateProof => {
     }
     if (node.kind === Kind.Leaf) {
       nodes.push(leafPreimage(node));
-      value = valueAt(node.value, segments.slice(i)) ?? notFound(path);
+      value = present(valueAt(node.value, segments.slice(i)), path);
       break;
     }
     if (node.kind === Kind.String || isBanned(segments, i)) return notFound(path);

@@ -242,6 +242,10 @@ const notFound = (path: string): never => {
   throw new NotFoundError(`the state holds no value at ${path}`);
 };
 
+/** `value`, unless it is missing (a JSON null is a value). */
+const present = (value: JsonValue | undefined, path: string): JsonValue =>
+  value === undefined ? notFound(path) : value;
+
 /** Finds the level-0 slot of `segment` in a container, pushing the pages on the way. */
 const descend = async (
   ctx: Context,
@@ -295,7 +299,7 @@ export const walk = async (
     nodes.push(preimageOf(bytes, parsed));
     if (parsed.tag === TAG.leaf) {
       const value = valueAt(parseJson(parsed.jcs)[0], segments.slice(i));
-      return { nodes, end: { value: value ?? notFound(path) } };
+      return { nodes, end: { value: present(value, path) } };
     }
     if (parsed.tag !== TAG.arrayRoot && parsed.tag !== TAG.objectRoot) return notFound(path);
     if (isBanned(segments, i)) return notFound(path);
@@ -311,7 +315,7 @@ export const walk = async (
     const w = writer(TAG.leaf);
     w.bytes(slot.inline);
     nodes.push(w.copy());
-    return { nodes, end: { value: valueAt(value, segments.slice(i)) ?? notFound(path) } };
+    return { nodes, end: { value: present(valueAt(value, segments.slice(i)), path) } };
   }
 };
 

@@ -1,4 +1,11 @@
-import { ARRAY_FANOUT, OBJECT_MAX_FANOUT, TAG, type Writer, writer } from './format.js';
+import {
+  ARRAY_FANOUT,
+  OBJECT_FLAT_MAX,
+  OBJECT_MAX_FANOUT,
+  TAG,
+  type Writer,
+  writer,
+} from './format.js';
 import {
   type ContainerKind,
   type Entry,
@@ -17,7 +24,8 @@ import {
  *
  *   array   after every ARRAY_FANOUT entries (and at the end)
  *   object  after an entry whose key rank is > L, or after OBJECT_MAX_FANOUT entries since
- *           the last cut (and at the end)
+ *           the last cut (and at the end); an object of at most OBJECT_FLAT_MAX members is
+ *           one page
  *
  * so the tree is a function of the value, never of its history. An edit re-cuts only from the
  * page it lands in until a cut falls where an old cut was (after the edit): from there on the
@@ -206,6 +214,13 @@ export const settle = (
   tree: SeqTree,
   window: [number, number, number],
 ): void => {
+  const level0 = tree.levels[0] as Level;
+  if (kind === Kind.Object && level0.entries.length <= OBJECT_FLAT_MAX) {
+    // Small objects are one page: a handful of members never pays for a level of pages.
+    tree.levels.length = 1;
+    level0.ends = [level0.entries.length];
+    return;
+  }
   let next: [number, number, number] | undefined = window;
   for (let at = 0; next !== undefined; at++) next = rechunk(kind, tree, at, next);
 };
