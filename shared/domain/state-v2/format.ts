@@ -43,6 +43,10 @@ export const MAX_VALUE_BYTES = 64 * 1024 * 1024;
 
 export const HASH_LENGTH = 32;
 
+/** Slot forms in a container chunk: a small leaf inline, or a hash. */
+export const SLOT_INLINE = 0x00;
+export const SLOT_HASH = 0x01;
+
 /**
  * One growing scratch buffer for hash inputs: hashing is synchronous, so no two writers ever
  * share it, and reusing it keeps a page hash to one copy and one SHA-256.

@@ -4,14 +4,8 @@
  * Pure code (hashing only), shared by the server and the client SDK.
  */
 
-export {
-  type Chunk,
-  chunkHashes,
-  chunksOfValue,
-  listChunks,
-  parseChunk,
-  verifyChunk,
-} from './chunks.js';
+export { parseChunk, verifyChunk } from './chunk-parse.js';
+export { type Chunk, chunkHashes, chunksOfValue, listChunks } from './chunks.js';
 export {
   ARRAY_FANOUT,
   INLINE_MAX,
@@ -41,12 +35,7 @@ export {
   type StateProof,
   verifyProof,
 } from './proof.js';
-export {
-  boundedSource,
-  type ChunkSource,
-  type ReadOptions,
-  readAt,
-  readState,
-  readValue,
-} from './read.js';
+export { readState, readValue } from './read.js';
 export { describeRoot, type StateRoot } from './root.js';
+export { boundedSource, type ChunkSource, type ReadOptions } from './source.js';
+export { readAt, type Walk, walk } from './walk.js';

@@ -1,14 +1,16 @@
 import { canonicalJson, type JsonValue } from '../canonical.js';
 import { InvalidInputError, NotFoundError } from '../errors.js';
 import { sha256 } from '../hashing.js';
-import { type ParsedChunk, parseChunk, type Slot } from './chunks.js';
+import { type ParsedChunk, parseChunk, type Slot } from './chunk-parse.js';
 import { ARRAY_FANOUT, TAG, writer } from './format.js';
 import type { MerkleState } from './merkle-state.js';
 import { hashValue } from './node.js';
 import { existingIndex, isBanned, splitPointer, valueAt } from './pointer.js';
-import { type ChunkSource, type ReadOptions, readValue, walk } from './read.js';
+import { readValue } from './read.js';
 import { pageOf, pagePreimage, rootPreimage } from './seq-tree.js';
+import type { ChunkSource, ReadOptions } from './source.js';
 import { type ContainerKind, Kind, type Level, type ObjectEntry, type VNode } from './types.js';
+import { walk } from './walk.js';
 
 /**
  * Merkle path proofs (docs/state-v2.md, "Proofs"): the value at a path of a state and the

@@ -1,17 +1,21 @@
 import { canonicalJson, type JsonValue } from '../canonical.js';
-import {
-  InvalidFormatError,
-  InvalidInputError,
-  NotFoundError,
-  TamperedLedgerError,
-} from '../errors.js';
 import type { JsonObject } from '../state.js';
-import { type ParsedChunk, preimageOf, type Slot, verifyChunk } from './chunks.js';
-import { ARRAY_FANOUT, INLINE_MAX, MAX_DEPTH, STRING_PAGE, TAG, toHex, writer } from './format.js';
+import type { ParsedChunk, Slot } from './chunk-parse.js';
+import { INLINE_MAX, MAX_DEPTH, STRING_PAGE, TAG, toHex } from './format.js';
 import { MerkleState } from './merkle-state.js';
 import { containerNode, keyJcs, objectEntry } from './node.js';
 import type { ResolvedValue } from './ops.js';
-import { existingIndex, isBanned, isContainer, splitPointer, valueAt } from './pointer.js';
+import { isContainer } from './pointer.js';
+import {
+  bad,
+  type ChunkSource,
+  type Context,
+  contextOf,
+  fetchChunk,
+  parseJson,
+  type ReadOptions,
+  utf8,
+} from './source.js';
 import { Kind, type ObjectEntry, type VNode } from './types.js';
 
 /**
@@ -23,49 +27,6 @@ import { Kind, type ObjectEntry, type VNode } from './types.js';
  * fetch only the chunks on the path. Children are fetched concurrently: bound the source
  * (`boundedSource`) to bound the requests in flight.
  */
-
-/** Fetches a chunk's bytes by its hash (hex); undefined when it is not stored. */
-export type ChunkSource = (hash: string) => Promise<Uint8Array | undefined>;
-
-export interface ReadOptions {
-  /** Seq of the state being read, for the error when a chunk is missing or tampered. */
-  seq?: number;
-}
-
-interface Context {
-  source: ChunkSource;
-  seq: number;
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-const bad = (why: string): never => {
-  throw new InvalidFormatError(`state chunks: ${why}`);
-};
-
-const fetchChunk = async (ctx: Context, hash: string) => {
-  const bytes = await ctx.source(hash);
-  if (bytes === undefined) {
-    throw new TamperedLedgerError(Math.max(1, ctx.seq), `state chunk ${hash} is missing`);
-  }
-  try {
-    return { bytes, parsed: verifyChunk(bytes, hash) };
-  } catch (err) {
-    throw new TamperedLedgerError(Math.max(1, ctx.seq), (err as Error).message, { cause: err });
-  }
-};
-
-const parseJson = (bytes: Uint8Array): [JsonValue, string] => {
-  let text = '';
-  let value: JsonValue = null;
-  try {
-    text = utf8.decode(bytes);
-    value = JSON.parse(text) as JsonValue;
-  } catch {
-    bad('a leaf is not JSON');
-  }
-  return [value, text];
-};
 
 /** A leaf node from its canonical JSON (checked canonical) and its verified hash. */
 const leafOf = (jcs: Uint8Array, hash: Buffer): VNode => {
@@ -207,11 +168,6 @@ const decodeNode = async (
   return bad('a page stands where a value should');
 };
 
-const contextOf = (source: ChunkSource, options: ReadOptions): Context => ({
-  source,
-  seq: options.seq ?? 0,
-});
-
 /** A value by its hash (a `ref`), verified and with its tree, ready for one op. */
 export const readValue = async (
   hash: string,
@@ -230,121 +186,3 @@ export const readState = async (
   MerkleState.fromNode(
     await decodeNode(contextOf(source, options), Buffer.from(digest, 'hex'), 0, true),
   );
-
-export interface Walk {
-  /** Hash inputs of the nodes on the path, root first (the proof's `nodes`). */
-  nodes: Buffer[];
-  /** Where the path ends: a node to read whole, or a value already in hand. */
-  end: { hash: string } | { value: JsonValue };
-}
-
-const notFound = (path: string): never => {
-  throw new NotFoundError(`the state holds no value at ${path}`);
-};
-
-/** `value`, unless it is missing (a JSON null is a value). */
-const present = (value: JsonValue | undefined, path: string): JsonValue =>
-  value === undefined ? notFound(path) : value;
-
-/** Finds the level-0 slot of `segment` in a container, pushing the pages on the way. */
-const descend = async (
-  ctx: Context,
-  root: Extract<ParsedChunk, { slots: Slot[] }>,
-  segment: string,
-  nodes: Buffer[],
-  path: string,
-): Promise<Slot> => {
-  const array = root.tag === TAG.arrayRoot;
-  let rel = array ? (existingIndex(segment, root.count ?? 0) ?? notFound(path)) : 0;
-  const key = Buffer.from(segment, 'utf8');
-  let page: Extract<ParsedChunk, { slots: Slot[] }> = root;
-  for (;;) {
-    let slot: Slot | undefined;
-    if (array) {
-      const span = ARRAY_FANOUT ** page.level;
-      slot = page.slots[Math.floor(rel / span)];
-      rel %= span;
-    } else if (page.level === 0) {
-      slot = page.slots.find((s) => s.key?.equals(key));
-    } else {
-      slot = page.slots.findLast((s) => utf8.decode(s.key) <= segment);
-    }
-    if (slot === undefined) return notFound(path);
-    if (page.level === 0) return slot;
-    const { bytes, parsed } = await fetchChunk(ctx, toHex(slot.hash));
-    const pageTag = array ? TAG.arrayPage : TAG.objectPage;
-    if (parsed.tag !== pageTag || !('slots' in parsed) || parsed.level !== page.level - 1) {
-      bad('a page is out of place');
-    }
-    nodes.push(preimageOf(bytes, parsed));
-    page = parsed as Extract<ParsedChunk, { slots: Slot[] }>;
-  }
-};
-
-/** Walks `path` through the chunks of the state `digest`, reading only the chunks on it. */
-export const walk = async (
-  digest: string,
-  path: string,
-  source: ChunkSource,
-  options: ReadOptions = {},
-): Promise<Walk> => {
-  const segments = splitPointer(path);
-  if (segments === undefined) throw new InvalidInputError('path must be a JSON Pointer, like /a/0');
-  const ctx = contextOf(source, options);
-  const nodes: Buffer[] = [];
-  let hash = digest;
-  for (let i = 0; ; ) {
-    if (i === segments.length) return { nodes, end: { hash } };
-    const { bytes, parsed } = await fetchChunk(ctx, hash);
-    nodes.push(preimageOf(bytes, parsed));
-    if (parsed.tag === TAG.leaf) {
-      const value = valueAt(parseJson(parsed.jcs)[0], segments.slice(i));
-      return { nodes, end: { value: present(value, path) } };
-    }
-    if (parsed.tag !== TAG.arrayRoot && parsed.tag !== TAG.objectRoot) return notFound(path);
-    if (isBanned(segments, i)) return notFound(path);
-    const slot = await descend(ctx, parsed, segments[i] as string, nodes, path);
-    i++;
-    if (slot.inline === undefined) {
-      hash = toHex(slot.hash);
-      continue;
-    }
-    const value = parseJson(slot.inline)[0];
-    if (i === segments.length) return { nodes, end: { value } };
-    // The path goes on inside an inline leaf: its hash input is the next node of the path.
-    const w = writer(TAG.leaf);
-    w.bytes(slot.inline);
-    nodes.push(w.copy());
-    return { nodes, end: { value: present(valueAt(value, segments.slice(i)), path) } };
-  }
-};
-
-/** The value at `path` of the state `digest`, reading only the chunks on the path (and under it). */
-export const readAt = async (
-  digest: string,
-  path: string,
-  source: ChunkSource,
-  options: ReadOptions = {},
-): Promise<JsonValue> => {
-  const { end } = await walk(digest, path, source, options);
-  if ('value' in end) return end.value;
-  return (await readValue(end.hash, source, options)).node.value;
-};
-
-/** A source that lets at most `limit` fetches run at once (S3 GETs, bounded). */
-export const boundedSource = (source: ChunkSource, limit: number): ChunkSource => {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  return async (hash) => {
-    // A finishing fetch hands its slot straight to the next in line, so none can jump in.
-    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    else running++;
-    try {
-      return await source(hash);
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else running--;
-    }
-  };
-};
