@@ -2,7 +2,13 @@ import { availableParallelism, loadavg } from 'node:os';
 import { canonicalJson } from '../shared/domain/canonical.js';
 import { sha256Hex } from '../shared/domain/hashing.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../shared/domain/state.js';
-import { chunkHashes, digestV2, listChunks, MerkleState } from '../shared/domain/state-v2/index.js';
+import {
+  chunkHashes,
+  digestV2,
+  listChunks,
+  MerkleState,
+  readState,
+} from '../shared/domain/state-v2/index.js';
 import { fmt, printTable } from './harness.js';
 
 /**
@@ -105,7 +111,45 @@ const sizes = [
   { label: '5 MiB', bytes: 5 * 2 ** 20, window: 100 },
 ];
 
-export const runStateV2Bench = (): void => {
+const ms = (fn: () => unknown, runs: number): number => {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    fn();
+    samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  return median(samples);
+};
+
+/** The costs that stay linear in the state: building its tree, its chunks, reading them. */
+const fromScratch = async () => {
+  const rows: Array<Record<string, string>> = [];
+  for (const size of sizes) {
+    const state = agentState(size.bytes, size.window);
+    const runs = size.bytes > 2 ** 20 ? 5 : 41;
+    const tree = MerkleState.of(state);
+    const chunks = listChunks(tree.root());
+    const store = new Map(chunks.map((c) => [c.hash, c.bytes]));
+    const reads: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const start = process.hrtime.bigint();
+      await readState(tree.digest(), async (h) => store.get(h), { canonical: false });
+      reads.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+    rows.push({
+      state: size.label,
+      'v1 digest (JCS + SHA-256)': ms(() => sha256Hex(canonicalJson(state)), runs).toFixed(2),
+      'v2 digest (digestV2)': ms(() => digestV2(state), runs).toFixed(2),
+      'v2 encode every chunk': ms(() => listChunks(tree.root()), runs).toFixed(2),
+      chunks: `${chunks.length} (${(chunks.reduce((n, c) => n + c.bytes.length, 0) / 1024).toFixed(0)} KiB)`,
+      'largest chunk': `${(Math.max(...chunks.map((c) => c.bytes.length)) / 1024).toFixed(1)} KiB`,
+      'v2 read from chunks (readState of a chain digest, in memory)': median(reads).toFixed(2),
+    });
+  }
+  return rows;
+};
+
+export const runStateV2Bench = async (): Promise<void> => {
   const rows: Array<Record<string, string>> = [];
   const results: Array<{
     label: string;
@@ -156,10 +200,14 @@ export const runStateV2Bench = (): void => {
     });
   }
   printTable('State digest v2 per typical checkpoint (median µs per turn)', rows);
+  printTable(
+    'From scratch, once per base (hydration, forks of v1 streams), median ms',
+    await fromScratch(),
+  );
   const [load] = loadavg();
   console.log(
     `\nEach turn: set /turn, set /status, append a message, delete the oldest (window of 12 or 100). v2 = MerkleState.apply then digest(); v1 = applyOps then SHA-256(JCS(state)). Medians of 21 batches (v1 at 5 MiB: 7 batches of 3), each part the lower of CPU and wall time. Load average ${load?.toFixed(1)} on ${availableParallelism()} cores.`,
   );
 };
 
-if (import.meta.url === `file://${process.argv[1]}`) runStateV2Bench();
+if (import.meta.url === `file://${process.argv[1]}`) await runStateV2Bench();

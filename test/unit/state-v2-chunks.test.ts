@@ -161,6 +161,23 @@ describe('snapshot chunks v2', () => {
     await expect(readValue(page.hash, store.source)).rejects.toBeInstanceOf(InvalidFormatError);
   });
 
+  it('reads a digest from the verified chain as fast as its bytes allow, still failing closed', async () => {
+    const ms = MerkleState.of(chat(500));
+    const store = chunkStore();
+    const list = listChunks(ms.root());
+    store.put(list);
+    const trusted = await readState(ms.digest(), store.source, { canonical: false });
+    expect(trusted.digest()).toBe(ms.digest());
+    expect(canonicalJson(trusted.state)).toBe(canonicalJson(ms.state));
+    const page = list.find((c) => c.bytes[1] === 0x03) as Chunk;
+    const flipped = Uint8Array.from(page.bytes);
+    flipped[flipped.length - 3] = (flipped.at(-3) ?? 0) ^ 1;
+    store.chunks.set(page.hash, flipped);
+    await expect(readState(ms.digest(), store.source, { canonical: false })).rejects.toBeInstanceOf(
+      TamperedLedgerError,
+    );
+  });
+
   it('refuses chunks that hash right but are not the canonical tree of their value', async () => {
     const store = chunkStore();
     const leaf = (json: string): Chunk => {

@@ -112,6 +112,11 @@ describe('Merkle path proofs', () => {
     }
     expect(() => proveState(ms, '/messages/5000')).toThrow(NotFoundError);
     expect(() => proveState(ms, '/profile/__proto__')).toThrow(NotFoundError);
+    // Reads assign nothing: a stored `__proto__` or `constructor/prototype` member is read.
+    const odd = MerkleState.of(JSON.parse('{"__proto__":{"x":1},"constructor":{"prototype":2}}'));
+    for (const path of ['/__proto__/x', '/constructor/prototype']) {
+      expect(verifyProof(proveState(odd, path), odd.digest()).ok).toBe(true);
+    }
   });
 
   it('keeps a proof small: the nodes on the path, not the state', () => {

@@ -50,13 +50,6 @@ const isPlainObject = (value: object): boolean => {
   return proto === objectProto || proto === null;
 };
 
-const leafNode = (value: JsonValue, jcs: string, size: number): VNode => ({
-  kind: Kind.Leaf,
-  hash: leafHash(jcs, size),
-  size,
-  value,
-});
-
 const stringNode = (value: string, jcs: string, size: number): VNode => {
   const bytes = Buffer.from(jcs, 'utf8');
   const pages: Buffer[] = [];
@@ -97,76 +90,123 @@ export const objectEntry = (
   return { key, keyBytes, keySize, rank: ranked ? keyRank(keyBytes) : -1, child };
 };
 
-/**
- * Builds the node of `value` from scratch. Returns the node and, when the value is at most
- * INLINE_MAX bytes, its canonical JSON, from which the parent composes its own (RFC 8785:
- * members sorted by UTF-16 code units, no whitespace; scalars as JSON.stringify writes them).
+/*
+ * Building from scratch. A value of at most INLINE_MAX bytes gets no node of its own unless
+ * its parent needs one (a parent that is a node hashes its small children; a parent that is
+ * small composes its own canonical JSON from theirs and hashes nothing), so each byte is
+ * serialized once and each leaf hashed once. `grow` answers undefined for a small value and
+ * leaves its canonical JSON and size in `smallJcs` / `smallSize`, read at once by the caller
+ * (no allocation per small value on this, the hottest path of a full build).
  */
-export const build = (value: JsonValue, depth: number): [VNode, string | undefined] => {
+let smallJcs = '';
+let smallSize = 0;
+
+const smallLeaf = (value: JsonValue, jcs: string, size: number): VNode => ({
+  kind: Kind.Leaf,
+  hash: leafHash(jcs, size),
+  size,
+  value,
+});
+
+const grow = (value: JsonValue, depth: number): VNode | undefined => {
   if (typeof value !== 'object' || value === null) {
     const jcs = scalarJcs(value);
     const size = typeof value === 'string' ? Buffer.byteLength(jcs, 'utf8') : jcs.length;
-    if (size > STRING_PAGE) return [stringNode(value as string, jcs, size), undefined];
-    return [leafNode(value, jcs, size), size <= INLINE_MAX ? jcs : undefined];
+    if (size > STRING_PAGE) return stringNode(value as string, jcs, size);
+    if (size > INLINE_MAX) return smallLeaf(value, jcs, size);
+    smallJcs = jcs;
+    smallSize = size;
+    return undefined;
   }
   if (depth > MAX_DEPTH) throw new InvalidInputError(`state nests deeper than ${MAX_DEPTH}`);
-  if (Array.isArray(value)) return buildArray(value, depth);
+  if (Array.isArray(value)) return growArray(value, depth);
   if (!isPlainObject(value) || typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     notJson('only plain objects, arrays and scalars');
   }
-  return buildObject(value as { [key: string]: JsonValue }, depth);
+  return growObject(value as { [key: string]: JsonValue }, depth);
 };
 
-const buildArray = (value: JsonValue[], depth: number): [VNode, string | undefined] => {
+const growArray = (value: JsonValue[], depth: number): VNode | undefined => {
   const n = value.length;
-  const children: VNode[] = new Array(n);
-  const parts: Array<string | undefined> = new Array(n);
+  const nodes: Array<VNode | undefined> = new Array(n);
+  const parts: string[] = new Array(n);
+  const sizes: number[] = new Array(n);
   let sum = 0;
   for (let i = 0; i < n; i++) {
     if (!(i in value)) notJson('a sparse array');
-    const [child, jcs] = build(value[i] as JsonValue, depth + 1);
-    children[i] = child;
-    parts[i] = jcs;
-    sum += child.size;
+    const node = grow(value[i] as JsonValue, depth + 1);
+    if (node === undefined) {
+      parts[i] = smallJcs;
+      sizes[i] = smallSize;
+    } else {
+      nodes[i] = node;
+      sizes[i] = node.size;
+    }
+    sum += sizes[i] as number;
   }
   const size = 2 + sum + Math.max(0, n - 1);
   if (size <= INLINE_MAX) {
-    const jcs = `[${parts.join(',')}]`;
-    return [leafNode(value, jcs, size), jcs];
+    smallJcs = `[${parts.join(',')}]`;
+    smallSize = size;
+    return undefined;
   }
-  return [containerNode(value, Kind.Array, children, size, sum), undefined];
+  const children = nodes;
+  for (let i = 0; i < n; i++) {
+    children[i] ??= smallLeaf(value[i] as JsonValue, parts[i] as string, sizes[i] as number);
+  }
+  return containerNode(value, Kind.Array, children as VNode[], size, sum);
 };
 
-const buildObject = (
-  value: { [key: string]: JsonValue },
-  depth: number,
-): [VNode, string | undefined] => {
+const growObject = (value: { [key: string]: JsonValue }, depth: number): VNode | undefined => {
   const keys = Object.keys(value).sort();
   const m = keys.length;
   const keyParts: string[] = new Array(m);
-  const children: VNode[] = new Array(m);
-  const parts: Array<string | undefined> = new Array(m);
+  const keySizes: number[] = new Array(m);
+  const nodes: Array<VNode | undefined> = new Array(m);
+  const parts: string[] = new Array(m);
+  const sizes: number[] = new Array(m);
   let sum = 0;
   for (let i = 0; i < m; i++) {
     const key = keys[i] as string;
     const kj = keyJcs(key);
-    const [child, jcs] = build(value[key] as JsonValue, depth + 1);
     keyParts[i] = kj;
-    children[i] = child;
-    parts[i] = jcs;
-    sum += Buffer.byteLength(kj, 'utf8') + 1 + child.size;
+    keySizes[i] = Buffer.byteLength(kj, 'utf8');
+    const node = grow(value[key] as JsonValue, depth + 1);
+    if (node === undefined) {
+      parts[i] = smallJcs;
+      sizes[i] = smallSize;
+    } else {
+      nodes[i] = node;
+      sizes[i] = node.size;
+    }
+    sum += (keySizes[i] as number) + 1 + (sizes[i] as number);
   }
   const size = 2 + sum + Math.max(0, m - 1);
   if (size <= INLINE_MAX) {
     let jcs = '{';
     for (let i = 0; i < m; i++) jcs += `${i ? ',' : ''}${keyParts[i]}:${parts[i]}`;
-    jcs += '}';
-    return [leafNode(value, jcs, size), jcs];
+    smallJcs = `${jcs}}`;
+    smallSize = size;
+    return undefined;
   }
-  const entries = keys.map((key, i) =>
-    objectEntry(key, Buffer.byteLength(keyParts[i] as string, 'utf8'), children[i] as VNode),
-  );
-  return [containerNode(value, Kind.Object, entries, size, sum), undefined];
+  const entries = keys.map((key, i) => {
+    const child =
+      nodes[i] ?? smallLeaf(value[key] as JsonValue, parts[i] as string, sizes[i] as number);
+    return objectEntry(key, keySizes[i] as number, child);
+  });
+  return containerNode(value, Kind.Object, entries, size, sum);
+};
+
+/**
+ * Builds the node of `value` from scratch. Returns the node and, when the value is at most
+ * INLINE_MAX bytes, its canonical JSON (RFC 8785: members sorted by UTF-16 code units, no
+ * whitespace; scalars as JSON.stringify writes them, which is what RFC 8785 specifies).
+ */
+export const build = (value: JsonValue, depth: number): [VNode, string | undefined] => {
+  const node = grow(value, depth);
+  if (node !== undefined) return [node, undefined];
+  const jcs = smallJcs;
+  return [smallLeaf(value, jcs, smallSize), jcs];
 };
 
 /** The v2 hash of any JSON value (the state digest when the value is a state). */

@@ -4,7 +4,8 @@ import type { JsonValue } from '../canonical.js';
  * RFC 6901 JSON Pointers with the exact rules of v1's applyOps (shared/domain/state.ts, on
  * fast-json-patch), so a v2 state accepts and refuses the same ops:
  * - a path starts with '/'; segments unescape ~1 to '/' then ~0 to '~';
- * - `__proto__`, and `prototype` right after `constructor`, are refused anywhere;
+ * - ops refuse `__proto__`, and `prototype` right after `constructor`, anywhere (reads by
+ *   path do not: they assign nothing);
  * - an array is entered only at a canonical index below its length (no leading zeros, no '-');
  * - an object is entered only at an own member.
  */
@@ -49,11 +50,14 @@ export const childOf = (
   return Object.hasOwn(container, segment) ? container[segment] : undefined;
 };
 
-/** The value at `segments` inside `value` (plain JSON navigation), if it exists. */
+/**
+ * The value at `segments` inside `value`, if it exists: plain navigation through own members
+ * and canonical indexes. Reads need no ban (nothing is assigned), so any stored key is read.
+ */
 export const valueAt = (value: JsonValue, segments: string[]): JsonValue | undefined => {
   let at: JsonValue | undefined = value;
   for (let i = 0; i < segments.length; i++) {
-    if (!isContainer(at) || isBanned(segments, i)) return undefined;
+    if (!isContainer(at)) return undefined;
     at = childOf(at, segments[i] as string);
   }
   return at;

@@ -5,7 +5,7 @@ import { type ParsedChunk, parseChunk, type Slot } from './chunk-parse.js';
 import { ARRAY_FANOUT, TAG, writer } from './format.js';
 import type { MerkleState } from './merkle-state.js';
 import { hashValue } from './node.js';
-import { existingIndex, isBanned, splitPointer, valueAt } from './pointer.js';
+import { existingIndex, splitPointer, valueAt } from './pointer.js';
 import { readValue } from './read.js';
 import { pageOf, pagePreimage, rootPreimage } from './seq-tree.js';
 import type { ChunkSource, ReadOptions } from './source.js';
@@ -79,7 +79,7 @@ export const proveState = (state: MerkleState, path: string): StateProof => {
       value = present(valueAt(node.value, segments.slice(i)), path);
       break;
     }
-    if (node.kind === Kind.String || isBanned(segments, i)) return notFound(path);
+    if (node.kind === Kind.String) return notFound(path);
     const kind = node.kind as ContainerKind;
     const tree = node.tree as { levels: Level[] };
     const entries = (tree.levels[0] as Level).entries;
@@ -177,7 +177,7 @@ export const verifyProof = (proof: StateProof, digest: string): ProofCheck => {
         if (k !== nodes.length) reject('the proof has nodes past the value');
         return { ok: true, value: proof.value };
       }
-      if ((root.tag !== TAG.arrayRoot && root.tag !== TAG.objectRoot) || isBanned(segments, i)) {
+      if (root.tag !== TAG.arrayRoot && root.tag !== TAG.objectRoot) {
         return reject('the path leaves the state');
       }
       const segment = segments[i] as string;

@@ -10,11 +10,18 @@ export type ChunkSource = (hash: string) => Promise<Uint8Array | undefined>;
 export interface ReadOptions {
   /** Seq of the state being read, for the error when a chunk is missing or tampered. */
   seq?: number;
+  /**
+   * Check that every leaf is canonical JSON (default true). Only a digest taken from the
+   * verified chain may skip it: the service computed that digest from canonical JSON, so
+   * chunks that hash to it are canonical. A ref a client names must be checked (the default).
+   */
+  canonical?: boolean;
 }
 
 export interface Context {
   source: ChunkSource;
   seq: number;
+  canonical: boolean;
 }
 
 export const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -50,6 +57,7 @@ export const parseJson = (bytes: Uint8Array): [JsonValue, string] => {
 export const contextOf = (source: ChunkSource, options: ReadOptions): Context => ({
   source,
   seq: options.seq ?? 0,
+  canonical: options.canonical ?? true,
 });
 
 /** A source that lets at most `limit` fetches run at once (S3 GETs, bounded). */

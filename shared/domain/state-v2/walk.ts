@@ -2,7 +2,7 @@ import type { JsonValue } from '../canonical.js';
 import { InvalidInputError, NotFoundError } from '../errors.js';
 import { type ParsedChunk, preimageOf, type Slot } from './chunk-parse.js';
 import { ARRAY_FANOUT, TAG, toHex, writer } from './format.js';
-import { existingIndex, isBanned, splitPointer, valueAt } from './pointer.js';
+import { existingIndex, splitPointer, valueAt } from './pointer.js';
 import { readValue } from './read.js';
 import {
   bad,
@@ -92,7 +92,6 @@ export const walk = async (
       return { nodes, end: { value: present(value, path) } };
     }
     if (parsed.tag !== TAG.arrayRoot && parsed.tag !== TAG.objectRoot) return notFound(path);
-    if (isBanned(segments, i)) return notFound(path);
     const slot = await descend(ctx, parsed, segments[i] as string, nodes, path);
     i++;
     if (slot.inline === undefined) {
