@@ -22,13 +22,14 @@ import { Kind, type ObjectEntry, type VNode } from './types.js';
 /**
  * A JSON state with its Merkle tree kept beside it, so that applying a delta re-hashes only
  * the paths its ops touch. Ops apply at once to the JSON and to the tree's level-0 entries
- * (no hashing); `digest()` then settles every dirty node bottom-up: a dirty container
- * re-cuts its pages from the first edit until they match the old ones (seq-tree.ts).
+ * (hashing only the values they set); `digest()` then settles every dirty node bottom-up:
+ * a dirty container re-cuts its pages from the first edit until they match the old ones
+ * (seq-tree.ts).
  *
  * Ops have exactly v1's applyOps semantics (shared/domain/state.ts), checked by property
  * tests, plus `{op:"set", path, ref}` for a value uploaded as chunks (ops.ts). As in v1,
  * apply changes the state in place and a throw leaves the ops before the failing one
- * applied: discard the instance then.
+ * applied (the instance stays consistent; callers discard it, as with v1).
  */
 
 export class MerkleState {
