@@ -1,7 +1,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { canonicalJson } from '../shared/domain/canonical.js';
 import { sha256Hex } from '../shared/domain/hashing.js';
-import { applyOps, type DeltaOp, type JsonObject } from '../shared/domain/state.js';
+import { applyOps } from '../shared/domain/state.js';
 import {
   chunkHashes,
   digestV2,
@@ -9,6 +9,7 @@ import {
   MerkleState,
   readState,
 } from '../shared/domain/state-v2/index.js';
+import { agentState, typicalTurn } from './agent-workload.js';
 import { fmt, printTable } from './harness.js';
 
 /**
@@ -18,39 +19,6 @@ import { fmt, printTable } from './harness.js';
  * Budgets (issue 12): the digest work ≤ 50 µs at every size; each total within 2x of the
  * 2 KiB figure. Not run by the tests:  npx tsx bench/state-v2.ts
  */
-
-const WORDS = 'the agent calls a tool then reads its result and plans the next step'.split(' ');
-const text = (seed: number, length: number): string => {
-  let out = '';
-  for (let i = seed; out.length < length; i++) out += `${WORDS[i % WORDS.length]} `;
-  return out.slice(0, length);
-};
-const message = (turn: number, length: number): JsonObject => ({
-  role: turn % 2 === 0 ? 'user' : 'assistant',
-  content: text(turn, length),
-});
-
-/** The state of bench/checkpoints.ts: a window of messages plus static documents. */
-const agentState = (bytes: number, window: number): JsonObject => {
-  const documents: JsonObject[] = [];
-  const messages = Array.from({ length: window }, (_, i) => message(i, 100));
-  const state: JsonObject = { turn: 0, status: 'idle', messages, documents };
-  let size = canonicalJson(state).length;
-  for (let i = 0; size < bytes; i++) {
-    const doc = { id: `doc-${i}`, text: text(i, 500) };
-    documents.push(doc);
-    size += canonicalJson(doc).length + 1;
-  }
-  return state;
-};
-
-/** bench/checkpoints.ts's typical turn: three small sets (one an append) and a delete. */
-const typicalTurn = (turn: number): DeltaOp[] => [
-  { op: 'set', path: '/turn', value: turn },
-  { op: 'set', path: '/status', value: turn % 3 === 0 ? 'tool_call' : 'answered' },
-  { op: 'set', path: '/messages/-', value: message(turn, 100) },
-  { op: 'delete', path: '/messages/0' },
-];
 
 const median = (xs: number[]): number =>
   [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;

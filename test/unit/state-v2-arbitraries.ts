@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { JsonValue } from '../../shared/domain/canonical.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
+import type { Chunk, ChunkSource } from '../../shared/domain/state-v2/index.js';
 import { escapeSegment } from '../../shared/domain/state-v2/pointer.js';
 
 /**
@@ -178,4 +179,18 @@ export const deltaFor = (state: JsonObject, choices: Choice[]): DeltaOp[] => {
     }
   }
   return ops;
+};
+
+/** Chunks in a map, with a count of the reads, standing in for a tenant's chunk objects. */
+export const chunkStore = () => {
+  const chunks = new Map<string, Uint8Array>();
+  const reads: string[] = [];
+  const source: ChunkSource = async (hash) => {
+    reads.push(hash);
+    return chunks.get(hash);
+  };
+  const put = (list: Chunk[]) => {
+    for (const c of list) chunks.set(c.hash, c.bytes);
+  };
+  return { chunks, reads, source, put };
 };

@@ -26,21 +26,7 @@ import {
   readValue,
   verifyChunk,
 } from '../../shared/domain/state-v2/index.js';
-import { choiceArb, deltaFor, stateArb } from './state-v2-arbitraries.js';
-
-/** Chunks in a map, with a count of the reads, standing in for a tenant's chunk objects. */
-const chunkStore = () => {
-  const chunks = new Map<string, Uint8Array>();
-  const reads: string[] = [];
-  const source: ChunkSource = async (hash) => {
-    reads.push(hash);
-    return chunks.get(hash);
-  };
-  const put = (list: Chunk[]) => {
-    for (const c of list) chunks.set(c.hash, c.bytes);
-  };
-  return { chunks, reads, source, put };
-};
+import { choiceArb, chunkStore, deltaFor, stateArb } from './state-v2-arbitraries.js';
 
 const chat = (messages: number): JsonObject => ({
   turn: messages,

@@ -4,8 +4,6 @@ import { canonicalJson, type JsonValue } from '../../shared/domain/canonical.js'
 import { NotFoundError } from '../../shared/domain/errors.js';
 import type { JsonObject } from '../../shared/domain/state.js';
 import {
-  type Chunk,
-  type ChunkSource,
   digestV2,
   listChunks,
   MerkleState,
@@ -16,21 +14,7 @@ import {
   verifyProof,
 } from '../../shared/domain/state-v2/index.js';
 import { escapeSegment, valueAt } from '../../shared/domain/state-v2/pointer.js';
-import { stateArb } from './state-v2-arbitraries.js';
-
-/** Chunks in a map, with a count of the reads, standing in for a tenant's chunk objects. */
-const chunkStore = () => {
-  const chunks = new Map<string, Uint8Array>();
-  const reads: string[] = [];
-  const source: ChunkSource = async (hash) => {
-    reads.push(hash);
-    return chunks.get(hash);
-  };
-  const put = (list: Chunk[]) => {
-    for (const c of list) chunks.set(c.hash, c.bytes);
-  };
-  return { chunks, reads, source, put };
-};
+import { chunkStore, stateArb } from './state-v2-arbitraries.js';
 
 /** Every path of a value (pointers), the root included. */
 const pathsOf = (value: JsonValue, prefix = '', out: string[] = []): string[] => {
