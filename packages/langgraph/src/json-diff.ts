@@ -7,7 +7,7 @@ import type { DeltaOp, Json } from '@hefesto/client';
  * changes index by index; anything else is set whole.
  */
 
-const escape = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 
 const isObject = (v: unknown): v is { [k: string]: Json } =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -29,10 +29,10 @@ export const diffJson = (before: Json, after: Json, path = '', ops: DeltaOp[] = 
   if (jsonEqual(before, after)) return ops;
   if (isObject(before) && isObject(after)) {
     for (const k of Object.keys(before)) {
-      if (!Object.hasOwn(after, k)) ops.push({ op: 'delete', path: `${path}/${escape(k)}` });
+      if (!Object.hasOwn(after, k)) ops.push({ op: 'delete', path: `${path}/${escapeKey(k)}` });
     }
     for (const [k, v] of Object.entries(after)) {
-      const at = `${path}/${escape(k)}`;
+      const at = `${path}/${escapeKey(k)}`;
       if (!Object.hasOwn(before, k)) ops.push({ op: 'set', path: at, value: v });
       else diffJson(before[k] as Json, v, at, ops);
     }
@@ -45,7 +45,7 @@ export const diffJson = (before: Json, after: Json, path = '', ops: DeltaOp[] = 
       return ops;
     }
     if (after.length === before.length) {
-      after.forEach((v, i) => diffJson(before[i] as Json, v, `${path}/${i}`, ops));
+      for (const [i, v] of after.entries()) diffJson(before[i] as Json, v, `${path}/${i}`, ops);
       return ops;
     }
   }
