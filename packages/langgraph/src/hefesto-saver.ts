@@ -224,6 +224,10 @@ export class HefestoSaver extends BaseCheckpointSaver {
         values[channel] = (await this.#encode(channel_values[channel])) as unknown as Json;
       } else delete values[channel];
     }
+    // A checkpoint holds the channels it versions, as savers that load blobs by version do.
+    for (const channel of Object.keys(values)) {
+      if (!(channel in checkpoint.channel_versions)) delete values[channel];
+    }
     const next: StreamState = {
       thread: ids.threadId,
       ns: ids.ns,
@@ -308,12 +312,16 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const c = config.configurable ?? {};
     const threadId = c.thread_id as string | undefined;
     const ns = c.checkpoint_ns as string | undefined;
-    const streams =
+    let streams =
       threadId !== undefined && ns !== undefined
         ? [streamIdOf(this.prefix, threadId, ns)]
         : await this.#streams(
             threadId === undefined ? `${this.prefix}.` : threadPrefix(this.prefix, threadId),
           );
+    if (threadId === undefined && ns !== undefined) {
+      const tail = streamIdOf('', '', ns).slice(2);
+      streams = streams.filter((s) => s.slice(s.lastIndexOf('.') + 1) === tail);
+    }
     const before = options.before?.configurable?.checkpoint_id as string | undefined;
     const meta: Record<string, Json> = {};
     for (const [k, v] of Object.entries(options.filter ?? {}))
