@@ -22,4 +22,7 @@ echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
 
 echo '[test] vitest run (with S3 and DynamoDB endpoints)' >&2
-exec bash scripts/with-aws.sh npx vitest run "$@"
+bash scripts/with-aws.sh npx vitest run "$@"
+
+echo '[test] LangGraph checkpoint validation suite (its own vitest config: globals)' >&2
+exec npx vitest run -c test/langgraph/vitest.config.ts

@@ -85,6 +85,11 @@ export class HefestoSaver extends BaseCheckpointSaver {
     this.prefix = options.prefix ?? 'lg';
   }
 
+  /** The stream holding (thread, namespace). */
+  streamIdOf(threadId: string, ns = ''): string {
+    return streamIdOf(this.prefix, threadId, ns);
+  }
+
   #ids(config: RunnableConfig) {
     const c = config.configurable;
     if (!c) throw new Error('Empty configuration supplied.');
