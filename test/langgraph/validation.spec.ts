@@ -80,7 +80,8 @@ describe('HefestoSaver beyond the suite', () => {
     let config = await s.put(thread, ckpt('g-0', 3), meta, { messages: 3 });
     config = await s.put(config, ckpt('g-1', 4), meta, { messages: 4 });
     const events = await s.client.readEvents(s.streamIdOf('g', 'a|b'), { type: 'hefesto.delta' });
-    const ops = (events.events[1]?.payload as { ops: Array<{ path: string }> }).ops;
+    const second = events.events[1];
+    const ops = second ? (second.payload as { ops: Array<{ path: string }> }).ops : [];
     expect(ops.filter((o) => o.path.startsWith('/values'))).toEqual([
       { op: 'set', path: '/values/messages/j/-', value: 'm3' },
     ]);
