@@ -22,6 +22,7 @@ import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
 import { Appender } from '../shared/services/append.js';
 import { Checkpointer } from '../shared/services/checkpoint.js';
+import { CheckpointLabels } from '../shared/services/labels.js';
 import { Reader } from '../shared/services/reader.js';
 import { StateStore } from '../shared/services/state.js';
 import { countingObjects } from '../test/support/counting.js';
@@ -45,7 +46,8 @@ const services = (stores: { objects: ObjectStore; records: RecordStore }) => {
   const appender = new Appender({ ...stores, clock });
   const reader = new Reader(stores);
   const states = new StateStore({ ...stores, reader, snapshotEvery: K });
-  return { states, checkpointer: new Checkpointer({ appender, states }) };
+  const labels = new CheckpointLabels(stores.records);
+  return { states, checkpointer: new Checkpointer({ appender, states, reader, labels }) };
 };
 
 /** The embedded default in a temp dir, laid out as functions/wiring does it. */

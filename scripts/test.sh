@@ -36,16 +36,29 @@ if [[ ${1:-} == __suites ]]; then
   failed=()
   for n in $NODES; do
     t0=$(now)
+    # The LangGraph checkpoint validation suite needs vitest globals: its own config, run after
+    # the main suites (skipped when arguments pick files).
     if [[ $n == 20 ]]; then
       echo "[test] vitest run on $(node --version) (this machine's node)" >&2
       set +e
       npx vitest run "$@"
+      code=$?
+      if ((code == 0 && $# == 0)); then
+        echo '[test] LangGraph checkpoint validation suite (test/langgraph/vitest.config.ts)' >&2
+        npx vitest run -c test/langgraph/vitest.config.ts
+        code=$?
+      fi
     else
       echo '[test] vitest run on Node 24 (scripts/node24.sh, in .node24/tree)' >&2
       set +e
       HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run "$@"
+      code=$?
+      if ((code == 0 && $# == 0)); then
+        echo '[test] LangGraph checkpoint validation suite on Node 24' >&2
+        HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run -c test/langgraph/vitest.config.ts
+        code=$?
+      fi
     fi
-    code=$?
     set -e
     echo "[test] Node $n: vitest exited $code after $(($(now) - t0)) s" >&2
     ((code == 0)) || failed+=("$n")

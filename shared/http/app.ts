@@ -11,12 +11,15 @@ import { DEFAULT_LIMITS, type HttpLimits } from './limits.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
+import { checkpointRoutes } from './routes/checkpoints.js';
 import { registerDocs } from './routes/docs.js';
 import { effectRoutes } from './routes/effects.js';
 import { keyRoutes } from './routes/keys.js';
 import { retentionRoutes } from './routes/retention.js';
 import { registerRoot } from './routes/root.js';
 import { stateRoutes } from './routes/state.js';
+import { streamDeleteRoutes } from './routes/stream-delete.js';
+import { streamListRoutes } from './routes/stream-list.js';
 import { streamRoutes } from './routes/streams.js';
 import { validationHook } from './validation.js';
 
@@ -46,6 +49,9 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
 
   app.route('/v1', streamRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', stateRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
+  app.route('/v1', checkpointRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
+  app.route('/v1', streamListRoutes({ ledger: deps.ledger, keys: deps.keys }));
+  app.route('/v1', streamDeleteRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', effectRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', retentionRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { LABEL_PATTERN } from '../services/labels.js';
 import { STREAM_ID_PATTERN } from './schemas.js';
 
 /** Schemas of the checkpoint, state and fork routes (validation and OpenAPI in one). */
@@ -38,6 +39,28 @@ export const CheckpointBody = z
     }),
     stateDigest: Digest.optional().openapi({
       description: 'Optional: the digest the ops must yield; otherwise 409 and nothing written',
+    }),
+    baseSeq: Seq.optional().openapi({
+      description:
+        'The checkpoint seq (a delta or fork event, or 0 for {}) whose state the ops apply to; ' +
+        'default: the head’s state. Below it: a branch (time travel) whose result becomes the ' +
+        'head state; `baseDigest` must be the digest recorded there (else 409). Not a ' +
+        'checkpoint seq, or below the pruning point: 400.',
+    }),
+    label: z
+      .string()
+      .regex(LABEL_PATTERN)
+      .optional()
+      .openapi({
+        description:
+          'A label unique in the stream (e.g. a LangGraph checkpoint id): read it back with GET ' +
+          '.../checkpoints/{label}; a label the stream holds is 409 ErrLabelExists',
+      }),
+    meta: z.unknown().optional().openapi({
+      description: 'Small JSON kept with the label (at most 16 KiB as canonical JSON)',
+    }),
+    parentLabel: z.string().regex(LABEL_PATTERN).optional().openapi({
+      description: 'The label of the checkpoint this one continues',
     }),
   })
   .openapi('CheckpointRequest', {

@@ -120,6 +120,10 @@ export interface HeadRecord {
   /** `deleting`: expired; reads answer 404 and appends are refused until it is gone. */
   status?: 'deleting';
   deletingAt?: number;
+  /** Deltas between the state at `stateSeq` and its base along baseSeq links (records-v2). */
+  stateDepth?: number;
+  /** Labelled checkpoints in the stream (records-v2). */
+  labels?: number;
 }
 
 /**
@@ -180,6 +184,8 @@ export const toHead = (item: Item): HeadRecord => ({
     prunedHash: typeof item.prunedHash === 'string' ? item.prunedHash : undefined,
     status: item.status === 'deleting' ? ('deleting' as const) : undefined,
     deletingAt: optNum(item, 'deletingAt'),
+    stateDepth: optNum(item, 'stateDepth'),
+    labels: optNum(item, 'labels'),
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),

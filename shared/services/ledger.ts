@@ -5,11 +5,15 @@ import { Appender, type AppendOptions } from './append.js';
 import { Checkpointer } from './checkpoint.js';
 import { Drainer } from './drain.js';
 import { EffectService } from './effects.js';
+import { CheckpointLabels } from './labels.js';
 import { LeaseService } from './leases.js';
+import { PendingWrites } from './pending-writes.js';
 import { Reader } from './reader.js';
 import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
 import { StateStore } from './state.js';
+import { StreamDeleter } from './stream-delete.js';
+import { StreamList } from './stream-list.js';
 import { Verifier } from './verifier.js';
 
 export interface LedgerDeps {
@@ -43,6 +47,10 @@ export class Ledger {
   readonly leases: LeaseService;
   readonly drainer: Drainer;
   readonly effects: EffectService;
+  readonly labels: CheckpointLabels;
+  readonly pendingWrites: PendingWrites;
+  readonly streamList: StreamList;
+  readonly streamDeleter: StreamDeleter;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
     const { snapshotEvery, onSnapshotError, ...append } = settings;
@@ -51,9 +59,15 @@ export class Ledger {
     this.verifier = new Verifier({ ...deps, reader: this.reader });
     this.repair = new HeadRepair({ ...deps, reader: this.reader });
     this.states = new StateStore({ ...deps, reader: this.reader, snapshotEvery });
+    this.labels = new CheckpointLabels(deps.records);
+    this.pendingWrites = new PendingWrites({ ...deps, reader: this.reader });
+    this.streamList = new StreamList(deps);
+    this.streamDeleter = new StreamDeleter(deps);
     this.checkpoints = new Checkpointer({
       appender: this.appender,
       states: this.states,
+      reader: this.reader,
+      labels: this.labels,
       onSnapshotError,
     });
     this.retention = new Retention(deps);

@@ -28,6 +28,7 @@ const VALID: Record<string, string> = {
   effectKey: 'pay-1',
   sagaId: 'order-1',
   id: '0123456789abcdef',
+  label: '1ef4f797-8335-6428-8001-8a1503f9b875',
 };
 
 const POISON = ['a%2Fb', 'a%20b', 'x%23s%23y'];

@@ -235,7 +235,14 @@ describe('installable packages', () => {
       const out = await agent('agent.mjs', 'install-esm');
       const head = out.head as { seq: number; hash: string };
       expect(out).toMatchObject({
-        langgraphExports: [],
+        langgraphExports: [
+          'HefestoSaver',
+          'StaleThreadError',
+          'checkpointIdOf',
+          'labelOf',
+          'streamIdOf',
+          'threadPrefix',
+        ],
         resumedAt: 3,
         callsBeforeReplay: 3,
         modelCalls: 3,
@@ -258,7 +265,14 @@ describe('installable packages', () => {
     it('runs the CommonJS entries with require()', async () => {
       const out = await agent('agent.cjs', 'install-cjs');
       expect(out).toMatchObject({
-        langgraphExports: [],
+        langgraphExports: [
+          'HefestoSaver',
+          'StaleThreadError',
+          'checkpointIdOf',
+          'labelOf',
+          'streamIdOf',
+          'threadPrefix',
+        ],
         turn: 3,
         state: { list: ['a', 'b'] },
         harnessDigest: out.stateDigest,

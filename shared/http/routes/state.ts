@@ -1,8 +1,10 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import type { JsonValue } from '../../domain/canonical.js';
 import { canonicalJson } from '../../domain/canonical.js';
 import { PayloadTooLargeError } from '../../domain/errors.js';
 import type { DeltaOp } from '../../domain/state.js';
 import type { KeyService } from '../../services/keys.js';
+import { checkMeta } from '../../services/labels.js';
 import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
@@ -55,7 +57,8 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     description:
       'SET/DELETE operations (RFC 6901 paths) on the stream state, recorded as a hash-chained ' +
       '`hefesto.delta` event. `baseDigest` must be the current state digest (else 409 ' +
-      'ErrDivergenceDetected); ops that cannot apply are 422 ErrInvalidDelta. Nothing is ' +
+      'ErrDivergenceDetected); ops that cannot apply are 422 ErrInvalidDelta. With `label`, ' +
+      '`meta`, `parentLabel` or `baseSeq` the event is a v2 delta (docs/records-v2.md). Nothing is ' +
       `written on any error. The ops are limited like an event payload (${limits.maxPayloadBytes} bytes).`,
     security: BEARER_SECURITY,
     middleware: [write, body] as const,
@@ -98,6 +101,10 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
         req,
       ),
       fence: c.req.valid('header')['Hefesto-Fencing-Token'],
+      baseSeq: req.baseSeq,
+      label: req.label,
+      meta: req.meta === undefined ? undefined : checkMeta(req.meta as JsonValue),
+      parentLabel: req.parentLabel,
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');
     return c.json({ seq: result.seq, stateDigest: result.stateDigest }, 201);
