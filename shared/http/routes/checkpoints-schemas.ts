@@ -9,7 +9,10 @@ const Seq = z.number().int().min(0);
 
 export const Label = z
   .string()
-  .regex(LABEL_PATTERN, 'must be 1..128 characters of A-Z a-z 0-9 . _ : -')
+  .regex(
+    LABEL_PATTERN,
+    'must be 1..128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit',
+  )
   .openapi({ example: '1ef4f797-8335-6428-8001-8a1503f9b875' });
 
 export const LabelParams = z.object({
@@ -32,7 +35,16 @@ export const CheckpointLabel = z
     parentSeq: Seq.optional().openapi({ description: 'The baseSeq it was written on, if any' }),
     createdAt: z.number().int().openapi({ description: 'Milliseconds since the epoch' }),
   })
-  .openapi('CheckpointLabel');
+  .openapi('CheckpointLabel', {
+    example: {
+      label: '1ef4f797-8335-6428-8001-8a1503f9b875',
+      seq: 7,
+      stateDigest: '3f9a1c0b8e2d4f6a7b5c9d1e0f2a4b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a',
+      meta: { source: 'loop', step: 3 },
+      parentLabel: '1ef4f797-8335-6427-8000-1c2b3a4d5e6f',
+      createdAt: 1764547200000,
+    },
+  });
 
 export const CheckpointListQuery = z.object({
   before: z.coerce.number().int().min(1).optional().openapi({
@@ -53,7 +65,15 @@ export const CheckpointList = z
     ),
     next: Seq.nullable().openapi({ description: 'Pass as `before` to read on; null at the end' }),
   })
-  .openapi('CheckpointList');
+  .openapi('CheckpointList', {
+    example: {
+      checkpoints: [
+        { label: '1ef4f797-8335-6428-8001-8a1503f9b875', seq: 7, meta: { step: 3 } },
+        { label: '1ef4f797-8335-6427-8000-1c2b3a4d5e6f', seq: 5, meta: { step: 2 } },
+      ],
+      next: 5,
+    },
+  });
 
 const Task = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_TASK_BYTES, {
   message: `at most ${MAX_TASK_BYTES} bytes of UTF-8`,
@@ -84,11 +104,16 @@ export const PendingWritesBody = z
       .min(1)
       .max(MAX_WRITES_PER_CALL),
   })
-  .openapi('PendingWritesRequest');
+  .openapi('PendingWritesRequest', {
+    example: {
+      taskId: '6f1c2b3a-task',
+      writes: [{ idx: 0, channel: 'messages', value: { role: 'ai', content: 'done' } }],
+    },
+  });
 
 export const PendingWritesResult = z
   .object({ written: z.number().int().openapi({ description: 'Writes stored by this call' }) })
-  .openapi('PendingWritesResult');
+  .openapi('PendingWritesResult', { example: { written: 1 } });
 
 export const PendingWriteList = z
   .object({
@@ -102,7 +127,19 @@ export const PendingWriteList = z
       }),
     ),
   })
-  .openapi('PendingWriteList');
+  .openapi('PendingWriteList', {
+    example: {
+      writes: [
+        {
+          taskId: '6f1c2b3a-task',
+          taskPath: '',
+          idx: 0,
+          channel: 'messages',
+          value: { role: 'ai', content: 'done' },
+        },
+      ],
+    },
+  });
 
 export const StreamListQuery = z.object({
   prefix: z
@@ -136,4 +173,16 @@ export const StreamListResult = z
     ),
     next: z.string().nullable().openapi({ description: 'Pass as `after`; null at the end' }),
   })
-  .openapi('StreamList');
+  .openapi('StreamList', {
+    example: {
+      streams: [
+        {
+          streamId: 'run-2024-06-01.a',
+          seq: 12,
+          updatedAt: 1764547200000,
+          lease: { owner: 'worker-3', epoch: 2, draining: false, expiresAt: 1764547230000 },
+        },
+      ],
+      next: null,
+    },
+  });
