@@ -1,4 +1,5 @@
 import { sha256 } from '../domain/hashing.js';
+import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { Item, ItemKey } from '../ports/record-store.js';
 
 /**
@@ -120,6 +121,15 @@ export interface HeadRecord {
   /** `deleting`: expired; reads answer 404 and appends are refused until it is gone. */
   status?: 'deleting';
   deletingAt?: number;
+  /** The Merkle tree (docs/records-v2.md, docs/proofs.md): absent on a stream not backfilled. */
+  treeBase?: number;
+  treeSize?: number;
+  /** Right edge of the tree, 64-hex, largest subtree first. */
+  frontier?: string[];
+  /** The signed head at treeSize (the last receipt), which the witness publishes. */
+  treeHead?: SignedTreeHead;
+  /** The stream moved since the witness last published it (its marker is stored). */
+  witPending?: boolean;
 }
 
 /**
@@ -151,6 +161,8 @@ export interface AppendResponse {
   head: { seq: number; hash: string };
   /** State digest after the batch (answers for checkpoint replays). */
   stateDigest?: string;
+  /** The receipt: the signed tree head after the batch (absent: no tree yet, or no signer). */
+  treeHead?: SignedTreeHead;
 }
 
 const num = (item: Item, attr: string): number => {
@@ -180,6 +192,14 @@ export const toHead = (item: Item): HeadRecord => ({
     prunedHash: typeof item.prunedHash === 'string' ? item.prunedHash : undefined,
     status: item.status === 'deleting' ? ('deleting' as const) : undefined,
     deletingAt: optNum(item, 'deletingAt'),
+    treeBase: optNum(item, 'treeBase'),
+    treeSize: optNum(item, 'treeSize'),
+    frontier: Array.isArray(item.frontier) ? (item.frontier as string[]) : undefined,
+    treeHead:
+      typeof item.treeHead === 'object' && item.treeHead !== null
+        ? (item.treeHead as unknown as SignedTreeHead)
+        : undefined,
+    witPending: item.witPending === true ? true : undefined,
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),

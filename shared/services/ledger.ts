@@ -1,6 +1,7 @@
 import { type Clock, type IdSource, randomIds } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import type { KeyRing } from '../ports/signer.js';
 import { Appender, type AppendOptions } from './append.js';
 import { Checkpointer } from './checkpoint.js';
 import { Drainer } from './drain.js';
@@ -20,7 +21,9 @@ export interface LedgerDeps {
   ids?: IdSource;
 }
 
-export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps> & {
+export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps | 'signer'> & {
+  /** The deployment's signing keys: receipts, tree heads and `GET /v1/signing-keys`. */
+  signing?: KeyRing;
   /** A base snapshot every K deltas. Default 25. */
   snapshotEvery?: number;
   /** Told when a base snapshot could not be written (the checkpoint still succeeds). */
@@ -45,8 +48,9 @@ export class Ledger {
   readonly effects: EffectService;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
-    const { snapshotEvery, onSnapshotError, ...append } = settings;
-    this.appender = new Appender({ ...deps, ...append, snapshotEvery });
+    const { snapshotEvery, onSnapshotError, signing, ...append } = settings;
+    const signer = signing?.current;
+    this.appender = new Appender({ ...deps, ...append, snapshotEvery, signer });
     this.reader = new Reader(deps);
     this.verifier = new Verifier({ ...deps, reader: this.reader });
     this.repair = new HeadRepair({ ...deps, reader: this.reader });
