@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { SignedTreeHeadSchema } from './proof-schemas.js';
 import { STREAM_ID_PATTERN } from './schemas.js';
 
 /** Schemas of the checkpoint, state and fork routes (validation and OpenAPI in one). */
@@ -43,7 +44,13 @@ export const CheckpointBody = z
   .openapi('CheckpointRequest');
 
 export const CheckpointResult = z
-  .object({ seq: Seq, stateDigest: Digest })
+  .object({
+    seq: Seq,
+    stateDigest: Digest,
+    treeHead: SignedTreeHeadSchema.optional().openapi({
+      description: 'The receipt: the signed tree head just after this checkpoint',
+    }),
+  })
   .openapi('CheckpointResult');
 
 export const StateQuery = z.object({

@@ -2,6 +2,7 @@ import { canonicalJson } from '../domain/canonical.js';
 import { DivergenceError, SeqConflictError, StreamExistsError } from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
 import { sha256Hex } from '../domain/hashing.js';
+import type { SignedTreeHead } from '../domain/signed-head.js';
 import {
   applyOps,
   DELTA_EVENT,
@@ -12,6 +13,7 @@ import {
   type JsonObject,
 } from '../domain/state.js';
 import type { Appender } from './append.js';
+import type { AppendResponse } from './layout.js';
 import type { StateStore } from './state.js';
 
 /**
@@ -43,6 +45,8 @@ export interface CheckpointResult {
   seq: number;
   stateDigest: string;
   replayed: boolean;
+  /** The receipt: the signed tree head after the checkpoint (append.ts). */
+  treeHead?: SignedTreeHead;
 }
 
 export interface ForkRequest {
@@ -145,11 +149,13 @@ export class Checkpointer {
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
-    return { seq: outcome.response.lastSeq, stateDigest, replayed: false };
+    const { treeHead } = outcome.response;
+    return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead };
   }
 
-  #replayed(response: { lastSeq: number; stateDigest?: string }): CheckpointResult {
-    return { seq: response.lastSeq, stateDigest: response.stateDigest ?? '', replayed: true };
+  #replayed(response: AppendResponse): CheckpointResult {
+    const { lastSeq, stateDigest, treeHead } = response;
+    return { seq: lastSeq, stateDigest: stateDigest ?? '', replayed: true, treeHead };
   }
 
   /** A new stream whose state at its start is the source's state at `at`. */

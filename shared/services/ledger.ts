@@ -7,6 +7,7 @@ import { Checkpointer } from './checkpoint.js';
 import { Drainer } from './drain.js';
 import { EffectService } from './effects.js';
 import { LeaseService } from './leases.js';
+import { ProofService } from './proofs.js';
 import { Reader } from './reader.js';
 import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
@@ -46,6 +47,7 @@ export class Ledger {
   readonly leases: LeaseService;
   readonly drainer: Drainer;
   readonly effects: EffectService;
+  readonly proofs: ProofService;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
     const { snapshotEvery, onSnapshotError, signing, ...append } = settings;
@@ -61,6 +63,7 @@ export class Ledger {
       onSnapshotError,
     });
     this.retention = new Retention(deps);
+    this.proofs = new ProofService({ ...deps, reader: this.reader, signing });
     this.leases = new LeaseService(deps);
     this.drainer = new Drainer({
       ...deps,
