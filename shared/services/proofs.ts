@@ -3,7 +3,6 @@ import {
   NotFoundError,
   PrunedError,
   TamperedLedgerError,
-  UnavailableError,
 } from '../domain/errors.js';
 import {
   type ConsistencyProofJson,
@@ -141,7 +140,9 @@ export class ProofService {
   }
 
   #ring(): KeyRing {
-    if (!this.#o.signing) throw new UnavailableError('this server signs no tree heads');
+    // As for a stream without a tree: nothing signed to show (a client that trusted a signed
+    // head of the stream before refuses that).
+    if (!this.#o.signing) throw new NotFoundError('this server signs no tree heads');
     return this.#o.signing;
   }
 
