@@ -12,6 +12,7 @@ import {
   type CompactionStats,
   type CompactLimits,
   emptyStats,
+  pastDeadline,
   readPrefix,
   type Visit,
   visitItem,
@@ -27,7 +28,9 @@ import {
   WORK_SHARDS,
   type WorkItem,
 } from './layout.js';
+import { Reader } from './reader.js';
 import type { StateStore } from './state.js';
+import { writeTreeTiles } from './tree-tiles.js';
 
 /**
  * The scheduled compactor: keeps storage bounded and the chain verifiable. One run:
@@ -39,7 +42,8 @@ import type { StateStore } from './state.js';
  *   2. Visits each stream, while time is left, holding its lease (compact-lease.ts; a stream
  *      another compactor holds is left for later). A visit, each step fenced by the lease:
  *      expiry (compact-retention.ts) — an expired stream is deleted and nothing else is done;
- *      missing base snapshots are written; pruning; merges (compact-merge.ts); garbage and
+ *      missing base snapshots are written; the Merkle tree's tiles (and the backfill of a
+ *      stream written before trees; tree-tiles.ts); pruning; merges (compact-merge.ts); garbage and
  *      orphans past their grace are deleted, then the stream is swept for new orphans
  *      (compact-gc.ts). A visit out of time schedules its own continuation.
  *   3. Removes the work item (a marker only if no append re-marked the stream meanwhile).
@@ -85,6 +89,8 @@ export class Compactor {
   readonly #deps: CompactDeps;
   readonly #limits: CompactLimits;
   readonly #o: CompactorOptions & { maxStreams: number; maxRunMs: number };
+  /** Verified segment reads of the tree step. */
+  readonly #reader: Reader;
   #runs = 0;
 
   constructor(options: CompactorOptions) {
@@ -95,6 +101,7 @@ export class Compactor {
       maxRunMs: options.maxRunMs ?? 60_000,
     };
     this.#deps = options;
+    this.#reader = new Reader(options);
     this.#limits = {
       targetBytes: options.targetBytes ?? 4 * 1024 * 1024,
       graceMs,
@@ -229,12 +236,22 @@ export class Compactor {
 
   async #steps(visit: Visit): Promise<VisitOutcome> {
     const deps = this.#deps;
+    const { crash } = deps;
     const limits = this.#limits;
     const expiry = await expireStream(deps, limits, visit);
     if (expiry === 'deleted') return 'gone';
     if (expiry === 'partial') return 'partial';
     if (expiry === 'waiting') return 'done';
     await this.#writeDueBases(visit);
+    // Tiles before pruning: their leaves come from the segments pruning deletes.
+    const tiles = await writeTreeTiles(
+      { ...deps, reader: this.#reader },
+      { ...visit, outOfTime: () => pastDeadline(deps, visit) },
+    );
+    visit.stats.tilesWritten += tiles.tilesWritten;
+    if (tiles.backfilled) visit.stats.treesBackfilled++;
+    crash?.('tiles-written');
+    if (tiles.partial) return 'partial';
     await pruneStream(deps, visit);
     await cleanUpPruned(deps, limits, visit);
     const before = visit.stats.segmentsWritten;

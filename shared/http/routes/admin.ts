@@ -44,6 +44,8 @@ const CompactionReport = z
     streamsPruned: int,
     streamsDeleted: int,
     orphansFound: int,
+    tilesWritten: int,
+    treesBackfilled: int,
     more: z.boolean().openapi({ description: 'Work was left for the next pass' }),
     durationMs: int,
   })
