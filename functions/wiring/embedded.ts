@@ -3,6 +3,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type Logger, pino } from 'pino';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import { loadKeyRing } from '../../shared/adapters/local/signing-key-file.js';
 import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
@@ -68,8 +69,10 @@ export const createEmbedded = (settings: Settings): Embedded => {
     },
   );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
+  // The witness: a directory beside the objects (write-once files; local-witness-store.ts).
+  const witness = new LocalWitnessStore(join(settings.dataDir, 'witness'));
   const compactor = createCompactor(
-    { objects, records, clock, states: ledger.states, logger },
+    { objects, records, clock, states: ledger.states, logger, witness },
     settings,
   );
   const app = createApp({ ledger, keys, logger, clock, limits: settings.limits, compactor });

@@ -59,6 +59,9 @@ export interface CompactionStats {
   tilesWritten: number;
   /** Streams written before trees that got their tree (the backfill). */
   treesBackfilled: number;
+  /** Signed tree heads published to the witness, and objects written (witness.ts). */
+  headsWitnessed: number;
+  witnessObjects: number;
 }
 
 export const emptyStats = (): CompactionStats => ({
@@ -77,6 +80,8 @@ export const emptyStats = (): CompactionStats => ({
   orphansFound: 0,
   tilesWritten: 0,
   treesBackfilled: 0,
+  headsWitnessed: 0,
+  witnessObjects: 0,
 });
 
 export interface CompactDeps {

@@ -2,6 +2,7 @@ import { ConflictError, CrashInjectedError } from '../domain/errors.js';
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import type { WitnessStore } from '../ports/witness-store.js';
 import { collectGarbage, sweepOrphans } from './compact-gc.js';
 import { acquireLease, releaseLease } from './compact-lease.js';
 import { mergeStream } from './compact-merge.js';
@@ -31,6 +32,7 @@ import {
 import { Reader } from './reader.js';
 import type { StateStore } from './state.js';
 import { writeTreeTiles } from './tree-tiles.js';
+import { publishWitness } from './witness.js';
 
 /**
  * The scheduled compactor: keeps storage bounded and the chain verifiable. One run:
@@ -47,6 +49,8 @@ import { writeTreeTiles } from './tree-tiles.js';
  *      orphans past their grace are deleted, then the stream is swept for new orphans
  *      (compact-gc.ts). A visit out of time schedules its own continuation.
  *   3. Removes the work item (a marker only if no append re-marked the stream meanwhile).
+ *   4. Publishes the signed heads of the streams that moved since the last run to the
+ *      witness, when it has one (witness.ts).
  * Every step is idempotent and every write is conditional, so a compactor that dies after any
  * step leaves work the next run finds (its work item stays) and completes; two compactors at
  * once never work on the same stream; neither ever changes an event or a hash.
@@ -75,6 +79,10 @@ export interface CompactorOptions {
   /** Told about a stream whose visit failed (the run goes on). */
   onError?: (err: unknown, stream: { tenant: string; stream: string }) => void;
   crash?: CompactCrashHook;
+  /** Where the signed heads of streams that moved are published after each run (witness.ts). */
+  witness?: WitnessStore;
+  /** Told when publishing to the witness failed (the next run publishes again). */
+  onWitnessError?: (err: unknown) => void;
 }
 
 export interface CompactionReport extends CompactionStats {
@@ -150,6 +158,7 @@ export class Compactor {
       await this.#remove(item);
       crash?.('work-removed');
     }
+    await this.#witness(stats);
     return { ...stats, more, durationMs: clock.now() - start };
   }
 
@@ -161,6 +170,21 @@ export class Compactor {
     const outcome = await this.#visit(tenant, stream, start + this.#o.maxRunMs, stats);
     if (outcome === 'busy') stats.busy++;
     return { ...stats, more: outcome !== 'done', durationMs: this.#deps.clock.now() - start };
+  }
+
+  /** 4. The heads of the streams that moved since the last run, to the witness. */
+  async #witness(stats: CompactionStats): Promise<void> {
+    const { witness } = this.#o;
+    if (!witness) return;
+    try {
+      const report = await publishWitness({ ...this.#deps, ids: this.#o.ids, witness });
+      stats.headsWitnessed += report.headsWitnessed;
+      stats.witnessObjects += report.witnessObjects;
+    } catch (err) {
+      if (err instanceof CrashInjectedError) throw err;
+      stats.errors++;
+      this.#o.onWitnessError?.(err);
+    }
   }
 
   async #workItems(now: number): Promise<WorkItem[]> {

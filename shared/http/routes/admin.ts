@@ -46,6 +46,8 @@ const CompactionReport = z
     orphansFound: int,
     tilesWritten: int,
     treesBackfilled: int,
+    headsWitnessed: int,
+    witnessObjects: int,
     more: z.boolean().openapi({ description: 'Work was left for the next pass' }),
     durationMs: int,
   })
