@@ -179,3 +179,32 @@ const parseWitnessObject = (value: unknown, tenant: string): WitnessObject => {
     heads,
   };
 };
+
+/**
+ * The heads of one stream as published, unverified (an audit verifies them against the keys
+ * it trusts), from every version of every witness object of the tenant. Versions that are
+ * not witness objects of the tenant are listed in `invalid`.
+ */
+export const publishedHeads = async (
+  witness: WitnessStore,
+  tenant: string,
+  stream: string,
+): Promise<{
+  heads: Array<{ head: unknown; publishedAt: number; where: string }>;
+  invalid: string[];
+}> => {
+  const heads: Array<{ head: unknown; publishedAt: number; where: string }> = [];
+  const invalid: string[] = [];
+  for (const v of await witness.versions(witnessPrefix(tenant))) {
+    const where = `${v.key}@${v.versionId}`;
+    try {
+      const object = parseWitnessObject(JSON.parse(Buffer.from(v.body).toString('utf8')), tenant);
+      for (const head of object.heads) {
+        if (head.streamId === stream) heads.push({ head, publishedAt: object.publishedAt, where });
+      }
+    } catch (err) {
+      invalid.push(`${where}: ${(err as Error).message}`);
+    }
+  }
+  return { heads, invalid };
+};

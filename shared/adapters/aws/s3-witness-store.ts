@@ -34,6 +34,10 @@ export class S3WitnessStore implements WitnessStore {
     this.#o = options;
   }
 
+  get bucket(): string {
+    return this.#o.bucket;
+  }
+
   async publish(key: string, body: Uint8Array): Promise<void> {
     checkObjectKey(key);
     const now = this.#o.clock?.now() ?? Date.now();
