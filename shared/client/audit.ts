@@ -32,6 +32,14 @@ import type { LedgerEvent } from './types.js';
  * Throws TamperedHistoryError (truncated / rewritten) or ClientVerificationError.
  */
 
+/**
+ * A head as the witness published it, for {@link auditStream}.
+ *
+ * @example
+ * ```ts
+ * const input: WitnessedInput = { head: published, publishedAt: 1767225601000, where: 'w/acme/…json@v1' };
+ * ```
+ */
 export interface WitnessedInput {
   /** The head as published (not trusted: verified here). */
   head: unknown;
@@ -40,6 +48,14 @@ export interface WitnessedInput {
   where: string;
 }
 
+/**
+ * Options of {@link auditStream}.
+ *
+ * @example
+ * ```ts
+ * const options: AuditOptions = { baseUrl, tenant: 'acme', streamId: 'run-1', get, trustStore };
+ * ```
+ */
 export interface AuditOptions {
   baseUrl: string;
   tenant: string;
@@ -51,6 +67,15 @@ export interface AuditOptions {
   now?: () => number;
 }
 
+/**
+ * What a passed audit found.
+ *
+ * @example
+ * ```ts
+ * const { head, events, witness } = await auditStream(options);
+ * console.log(head.treeSize, events, witness?.newest?.ageMs);
+ * ```
+ */
 export interface AuditResult {
   head: SignedTreeHead;
   /** Events read and checked. */
@@ -70,7 +95,16 @@ export interface AuditResult {
 const PAGE = 1000;
 const enc = encodeURIComponent;
 
-/** A witnessed head that contradicts the head now says where it was published. */
+/**
+ * A witnessed head that contradicts the head now; says where it was published.
+ *
+ * @example
+ * ```ts
+ * try { await auditStream(options); } catch (err) {
+ *   if (err instanceof WitnessContradictionError) console.error(err.message, err.where);
+ * }
+ * ```
+ */
 export class WitnessContradictionError extends TamperedHistoryError {
   readonly where: string;
 
@@ -86,6 +120,14 @@ export class WitnessContradictionError extends TamperedHistoryError {
   }
 }
 
+/**
+ * Audits one stream (steps above); throws on any finding.
+ *
+ * @example
+ * ```ts
+ * const result = await auditStream({ baseUrl, tenant: 'acme', streamId: 'run-1', get, trustStore });
+ * ```
+ */
 export const auditStream = async (o: AuditOptions): Promise<AuditResult> => {
   const scope = { tenant: o.tenant, streamId: o.streamId };
   const keys = new HeadKeys(await o.get('/v1/signing-keys'));
