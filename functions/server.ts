@@ -20,7 +20,7 @@ import { createEmbedded } from './wiring/embedded.js';
  * The compactor runs in this process every HEFESTO_COMPACT_INTERVAL_MS (0: never), one pass
  * at a time; a pass cut by shutdown is safe (every step of it is; the next start resumes).
  *
- * Shutdown on SIGTERM/SIGINT:
+ * Shutdown on SIGTERM/SIGINT (one that comes while starting waits until it has started):
  *   1. stop accepting connections and close idle keep-alive ones, and stop the compactor's
  *      timer;
  *   2. wait for in-flight requests (and a compaction pass), at most SHUTDOWN_GRACE_MS, then cut
@@ -55,6 +55,46 @@ const start = async (): Promise<void> => {
   const settings = parseSettings(process.env);
   const embedded = createEmbedded(settings);
   const server = createAdaptorServer({ fetch: embedded.app.fetch }) as Server;
+  // From here on a signal stops the server: one that comes while it starts (binding, writing
+  // the first key) takes effect once it has started.
+  let compaction: CompactionTimer | undefined;
+  let started: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    await ready;
+    embedded.logger.info({ signal }, 'shutting down');
+    const compactionStopped = Promise.race([
+      compaction?.stop(),
+      new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
+    ]);
+    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    // A keep-alive connection that finishes its request becomes idle: close it then too.
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    server.close(() => {
+      clearTimeout(force);
+      clearInterval(sweep);
+      void compactionStopped.then(() => {
+        embedded.close();
+        embedded.logger.info('stopped');
+        process.exit(0);
+      });
+    });
+    server.closeIdleConnections();
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  // The durable writer's counters (fsyncs, commits), for the benchmarks: one line on stdout.
+  process.on('SIGUSR2', () => {
+    void embedded.durableWriterStats().then((stats) => {
+      process.stdout.write(`durable-writes ${JSON.stringify(stats)}\n`);
+    });
+  });
+
   let port: number;
   let bootstrap: IssuedKey | undefined;
   try {
@@ -77,7 +117,7 @@ const start = async (): Promise<void> => {
   process.stdout.write(`${lines.join('\n')}\n`);
 
   const { intervalMs } = settings.compaction;
-  const compaction: CompactionTimer | undefined =
+  compaction =
     intervalMs > 0
       ? startCompactionTimer(embedded.compactor, embedded.logger, intervalMs)
       : undefined;
@@ -87,32 +127,7 @@ const start = async (): Promise<void> => {
     embedded.close();
     process.exit(1);
   });
-
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    embedded.logger.info({ signal }, 'shutting down');
-    const compactionStopped = Promise.race([
-      compaction?.stop(),
-      new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
-    ]);
-    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-    // A keep-alive connection that finishes its request becomes idle: close it then too.
-    const sweep = setInterval(() => server.closeIdleConnections(), 100);
-    server.close(() => {
-      clearTimeout(force);
-      clearInterval(sweep);
-      void compactionStopped.then(() => {
-        embedded.close();
-        embedded.logger.info('stopped');
-        process.exit(0);
-      });
-    });
-    server.closeIdleConnections();
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  started();
 };
 
 start().catch((err: unknown) => {

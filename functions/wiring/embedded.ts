@@ -1,12 +1,18 @@
 import { join } from 'node:path';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type Logger, pino } from 'pino';
+import {
+  type DurableWriterStats,
+  durableWriterStats,
+  startDurableWriter,
+} from '../../shared/adapters/local/durable-writer.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
 import { systemClock } from '../../shared/ports/clock.js';
+import type { CrashHook } from '../../shared/services/append.js';
 import type { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
@@ -18,25 +24,34 @@ export interface Embedded {
   logger: Logger;
   /** Compaction and retention over the same stores (the server's timer, POST /v1/admin/compact). */
   compactor: Compactor;
+  /** The durable writer's counters: commits, fsyncs (durable-writer.ts). */
+  durableWriterStats(): Promise<DurableWriterStats>;
   /** Releases the data directory and closes the database. */
   close(): void;
 }
 
+/** Test hooks (child-process tests kill the server at a step of the append protocol). */
+export interface EmbeddedHooks {
+  crash?: CrashHook;
+}
+
 /**
  * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects in
- * `objects/`, records in `records.sqlite`) -> services -> app.
+ * `objects.sqlite`, records in `records.sqlite`) -> services -> app.
  *
  * Opening the object store takes the data directory's lock (or fails with UnavailableError
  * naming the server that holds it) and moves an older object layout to the current one; both
- * happen before anything else touches the directory.
+ * happen before anything else touches the directory. Every durable write of both stores runs
+ * on one thread, the durable writer (durable-writer.ts), started here so that the first
+ * request does not wait for it.
  */
-export const createEmbedded = (settings: Settings): Embedded => {
+export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): Embedded => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
   const objects = new LocalObjectStore({ dir: settings.dataDir });
   const { migrated } = objects.layout;
   if (migrated && migrated.objects > 0) {
-    logger.info({ ...migrated, to: 2 }, 'moved the data directory to object layout 2');
+    logger.info({ ...migrated, to: 3 }, 'moved the data directory to object layout 3');
   }
   let records: LocalRecordStore;
   try {
@@ -45,9 +60,11 @@ export const createEmbedded = (settings: Settings): Embedded => {
     objects.close();
     throw err;
   }
+  startDurableWriter();
   const ledger = new Ledger(
     { objects, records, clock },
     {
+      ...(hooks.crash ? { crash: hooks.crash } : {}),
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
       onSnapshotError: (err) =>
@@ -65,6 +82,7 @@ export const createEmbedded = (settings: Settings): Embedded => {
     keys,
     logger,
     compactor,
+    durableWriterStats,
     close: () => {
       records.close();
       objects.close();
