@@ -110,7 +110,8 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
     prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
   );
   const url = server.url;
-  const tag = (p: string) => (c: number, i: number) => appendOnce(url, `${p}-${c}`, `${p}-${c}-${i}`);
+  const tag = (p: string) => (c: number, i: number) =>
+    appendOnce(url, `${p}-${c}`, `${p}-${c}-${i}`);
   try {
     await phase(server, 8, 40, tag('warm'), false);
     await phase(server, 1, 300, () => healthzOnce(url), false);
@@ -147,10 +148,30 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
     const cpu = (r: PhaseResult) => r.serverCpuMs / r.requests;
     const p = (r: PhaseResult, q: number) => quantile(r.latencies, q);
     const budgets = [
-      ['16-client / 1-client append rate', rate(sixteen) / rate(one), '>= 3', rate(sixteen) / rate(one) >= 3],
-      ['server CPU per append / per GET /healthz (1 client)', cpu(one) / cpu(health), '<= 3', cpu(one) / cpu(health) <= 3],
-      ['p99 / p50 at 64 clients', p(sixtyFour, 0.99) / p(sixtyFour, 0.5), '<= 10', p(sixtyFour, 0.99) / p(sixtyFour, 0.5) <= 10],
-      ['GET /healthz p99 during the 64 clients (ms)', quantile(probes, 0.99), '< 10', quantile(probes, 0.99) < 10],
+      [
+        '16-client / 1-client append rate',
+        rate(sixteen) / rate(one),
+        '>= 3',
+        rate(sixteen) / rate(one) >= 3,
+      ],
+      [
+        'server CPU per append / per GET /healthz (1 client)',
+        cpu(one) / cpu(health),
+        '<= 3',
+        cpu(one) / cpu(health) <= 3,
+      ],
+      [
+        'p99 / p50 at 64 clients',
+        p(sixtyFour, 0.99) / p(sixtyFour, 0.5),
+        '<= 10',
+        p(sixtyFour, 0.99) / p(sixtyFour, 0.5) <= 10,
+      ],
+      [
+        'GET /healthz p99 during the 64 clients (ms)',
+        quantile(probes, 0.99),
+        '< 10',
+        quantile(probes, 0.99) < 10,
+      ],
     ] as const;
     printTable(
       'Budgets (issue 16), from this run',

@@ -14,7 +14,9 @@ const TICK_MS = 1000 / Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString(
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const cores = (): number => {
   try {
-    return readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length;
+    return readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('processor')).length;
   } catch {
     return 1;
   }
