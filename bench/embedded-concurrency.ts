@@ -1,7 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type PinnedServer, pinSelf, ROOT, startPinnedServer } from './embedded-load.js';
+import {
+  type PinnedServer,
+  pinSelf,
+  ROOT,
+  startPinnedServer,
+  startProbe,
+} from './embedded-load.js';
 import { printTable } from './harness.js';
 
 /**
@@ -12,7 +18,8 @@ import { printTable } from './harness.js';
  *   D. GET /healthz p99 while those 64 clients run:                   < 10 ms
  *   E. fsyncs per acknowledged append (counted in the local adapters), printed.
  * The server runs pinned to core 0, this load generator to the last core; both CPU figures
- * are printed. `BENCH_CPU_PROF=<dir>` runs the server under `node --cpu-prof`.
+ * are printed. `BENCH_CPU_PROF=<dir>` runs the server under `node --cpu-prof`;
+ * `BENCH_NODE_FLAGS` adds node flags to the server's command line.
  */
 
 const quantile = (sorted: number[], q: number) =>
@@ -27,8 +34,10 @@ interface PhaseResult {
   seconds: number;
   latencies: number[];
   serverCpuMs: number;
+  serverSysMs: number;
   clientCpuMs: number;
   fsyncs?: number;
+  loop?: { p50: number; p99: number; max: number };
 }
 
 const appendOnce = async (url: string, stream: string, key: string) => {
@@ -60,7 +69,7 @@ const phase = async (
   withStats: boolean,
 ): Promise<PhaseResult> => {
   const before = withStats ? await server.stats() : undefined;
-  const cpu0 = server.cpuMs();
+  const cpu0 = server.cpuSplitMs();
   const client0 = process.cpuUsage();
   const t0 = performance.now();
   const latencies: number[] = [];
@@ -74,7 +83,9 @@ const phase = async (
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
-  const serverCpuMs = server.cpuMs() - cpu0;
+  const cpu1 = server.cpuSplitMs();
+  const serverSysMs = cpu1[1] - cpu0[1];
+  const serverCpuMs = cpu1[0] - cpu0[0] + serverSysMs;
   const used = process.cpuUsage(client0);
   const after = withStats ? await server.stats() : undefined;
   latencies.sort((a, b) => a - b);
@@ -83,8 +94,9 @@ const phase = async (
     seconds,
     latencies,
     serverCpuMs,
+    serverSysMs,
     clientCpuMs: (used.user + used.system) / 1000,
-    ...(before && after ? { fsyncs: (after.fsyncs ?? 0) - (before.fsyncs ?? 0) } : {}),
+    ...(before && after ? { fsyncs: after.fsyncs - before.fsyncs, loop: after.loop } : {}),
   };
 };
 
@@ -96,8 +108,10 @@ const row = (name: string, r: PhaseResult) => ({
   'p99 ms': quantile(r.latencies, 0.99).toFixed(2),
   'max ms': (r.latencies.at(-1) ?? Number.NaN).toFixed(1),
   'server CPU ms/req': (r.serverCpuMs / r.requests).toFixed(3),
+  'of it system': (r.serverSysMs / r.requests).toFixed(3),
   'load-gen CPU ms/req': (r.clientCpuMs / r.requests).toFixed(3),
   'fsyncs/req': r.fsyncs === undefined ? '-' : (r.fsyncs / r.requests).toFixed(3),
+  'server loop delay p99 / max ms': r.loop ? `${r.loop.p99} / ${r.loop.max}` : '-',
 });
 
 export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } = {}) => {
@@ -107,7 +121,10 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
   const pinnedSelf = pinSelf();
   const server = await startPinnedServer(
     { HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT, HEFESTO_COMPACT_INTERVAL_MS: '0' },
-    prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+    [
+      ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+      ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
+    ],
   );
   const url = server.url;
   const tag = (p: string) => (c: number, i: number) =>
@@ -118,22 +135,10 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
     const health = await phase(server, 1, 2000, () => healthzOnce(url), withStats);
     const one = await phase(server, 1, 600, tag('one'), withStats);
     const sixteen = await phase(server, 16, 60, tag('sixteen'), withStats);
-    // 64 clients, with one more probing /healthz every 2 ms while they run.
-    let running = true;
-    const probes: number[] = [];
-    const probe = (async () => {
-      await new Promise((r) => setTimeout(r, 50));
-      while (running) {
-        const s = performance.now();
-        await healthzOnce(url);
-        probes.push(performance.now() - s);
-        await new Promise((r) => setTimeout(r, 2));
-      }
-    })();
+    // 64 clients, with /healthz probed every 2 ms from another process while they run.
+    const probe = startProbe(`${url}/healthz`);
     const sixtyFour = await phase(server, 64, 25, tag('sixtyfour'), withStats);
-    running = false;
-    await probe;
-    probes.sort((a, b) => a - b);
+    const probes = (await probe.stop()).sort((a, b) => a - b);
 
     printTable(
       `Embedded server under concurrency (server on core 0${server.pinned ? '' : ' (not pinned)'}, load generator ${pinnedSelf ? 'on the last core' : 'not pinned'})`,
@@ -187,6 +192,8 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
     );
   } finally {
     await server.stop();
+    if (process.env.BENCH_SERVER_OUTPUT)
+      writeFileSync(process.env.BENCH_SERVER_OUTPUT, server.output());
     rmSync(dir, { recursive: true, force: true });
   }
 };

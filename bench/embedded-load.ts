@@ -22,6 +22,20 @@ const cores = (): number => {
   }
 };
 
+const cpuSplit = (pid: number): [number, number] => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [Number(f[11]) * TICK_MS, Number(f[12]) * TICK_MS];
+};
+
+export interface ServerStats {
+  fsyncs: number;
+  commits: number;
+  writes: number;
+  maxBatch: number;
+  loop: { p50: number; p99: number; max: number };
+}
+
 export interface PinnedServer {
   url: string;
   child: ChildProcess;
@@ -29,9 +43,16 @@ export interface PinnedServer {
   pinned: boolean;
   /** CPU time (user + system, all threads) the server has used, in ms. */
   cpuMs(): number;
-  /** The server's durable-write counters (fsyncs and commits), via SIGUSR2. */
-  stats(): Promise<Record<string, number>>;
+  /** The same, split: [user, system]. */
+  cpuSplitMs(): [number, number];
+  /**
+   * The server's durable-write counters (fsyncs and commits) and its event loop's delay since
+   * the last call (ms), via SIGUSR2.
+   */
+  stats(): Promise<ServerStats>;
   stop(): Promise<void>;
+  /** What the server printed. */
+  output(): string;
 }
 
 /** This process (every thread) onto the last core, when there are two or more. */
@@ -82,22 +103,61 @@ export const startPinnedServer = async (
     pid,
     pinned,
     cpuMs: () => {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return (Number(f[11]) + Number(f[12])) * TICK_MS;
+      const [user, system] = cpuSplit(pid);
+      return user + system;
     },
+    cpuSplitMs: () => cpuSplit(pid),
     stats: async () => {
       const seen = out.length;
       child.kill('SIGUSR2');
       for (;;) {
         const line = out.slice(seen).match(/^durable-writes (\{.*\})$/m);
-        if (line?.[1]) return JSON.parse(line[1]) as Record<string, number>;
+        if (line?.[1]) return JSON.parse(line[1]) as ServerStats;
         await new Promise<void>((r) => waiters.push(r));
       }
     },
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
+    },
+    output: () => out,
+  };
+};
+
+const PROBE = `
+  const url = process.argv[1];
+  const latencies = [];
+  let running = true;
+  process.on('SIGTERM', () => { running = false; });
+  while (running) {
+    const s = performance.now();
+    const res = await fetch(url);
+    await res.arrayBuffer();
+    latencies.push(performance.now() - s);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  process.stdout.write(JSON.stringify(latencies));
+`;
+
+/**
+ * GET `url` every 2 ms from a process of its own (so that what it measures is the server, not
+ * a load generator busy with other responses), until `stop` is called; resolves the latencies.
+ */
+export const startProbe = (url: string) => {
+  const core = cores() - 1;
+  const node = [process.execPath, '--input-type=module', '-e', PROBE, url];
+  const [cmd, ...args] = hasTaskset && core > 0 ? ['taskset', '-c', String(core), ...node] : node;
+  const child = spawn(cmd as string, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    stop: async (): Promise<number[]> => {
+      child.kill('SIGTERM');
+      await exited;
+      return JSON.parse(out || '[]') as number[];
     },
   };
 };

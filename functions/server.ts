@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createAdaptorServer } from '@hono/node-server';
 import { parseSettings } from '../shared/config/settings.js';
 import type { IssuedKey } from '../shared/services/keys.js';
@@ -54,7 +55,7 @@ const listen = (server: Server, port: number): Promise<number> =>
 const start = async (): Promise<void> => {
   const settings = parseSettings(process.env);
   const embedded = createEmbedded(settings);
-  const server = createAdaptorServer({ fetch: embedded.app.fetch }) as Server;
+  const server = createAdaptorServer({ fetch: embedded.fetch }) as Server;
   // From here on a signal stops the server: one that comes while it starts (binding, writing
   // the first key) takes effect once it has started.
   let compaction: CompactionTimer | undefined;
@@ -88,10 +89,16 @@ const start = async (): Promise<void> => {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  // The durable writer's counters (fsyncs, commits), for the benchmarks: one line on stdout.
+  // For the benchmarks, one line on stdout: the durable writer's counters (fsyncs, commits)
+  // and how late the event loop ran since the last such line (ms).
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   process.on('SIGUSR2', () => {
+    const ms = (q: number) => Number((loopDelay.percentile(q) / 1e6).toFixed(2));
+    const loop = { p50: ms(50), p99: ms(99), max: Number((loopDelay.max / 1e6).toFixed(2)) };
+    loopDelay.reset();
     void embedded.durableWriterStats().then((stats) => {
-      process.stdout.write(`durable-writes ${JSON.stringify(stats)}\n`);
+      process.stdout.write(`durable-writes ${JSON.stringify({ ...stats, loop })}\n`);
     });
   });
 

@@ -20,6 +20,8 @@ import { compactionLedgerSettings, createCompactor } from './compaction.js';
 
 export interface Embedded {
   app: OpenAPIHono<AppEnv>;
+  /** What the HTTP server serves: the app, with appends admitted a few at a time. */
+  fetch(request: Request): Promise<Response>;
   keys: KeyService;
   logger: Logger;
   /** Compaction and retention over the same stores (the server's timer, POST /v1/admin/compact). */
@@ -82,10 +84,44 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     keys,
     logger,
     compactor,
+    fetch: admitAppends(app, APPEND_CONCURRENCY),
     durableWriterStats,
     close: () => {
       records.close();
       objects.close();
     },
+  };
+};
+
+/**
+ * Appends (events and checkpoints) running at once; more wait their turn, first come first
+ * served, before their body is read. Each append costs the event loop a few hundred µs in
+ * several steps (one per durable write it waits for); with no bound, 64 clients put 64 such
+ * steps in every turn of the loop, and a GET (/healthz, a read) waits for all of them. 16 keep
+ * the durable writer's batches full (it commits what arrives during a commit).
+ */
+export const APPEND_CONCURRENCY = 16;
+
+const APPEND_PATH = /^\/v1\/streams\/[^/]+\/(events|checkpoints)$/;
+
+const admitAppends = (app: OpenAPIHono<AppEnv>, limit: number) => {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  const done = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  };
+  return async (request: Request): Promise<Response> => {
+    if (request.method !== 'POST' || !APPEND_PATH.test(new URL(request.url).pathname)) {
+      return app.fetch(request);
+    }
+    if (running < limit) running++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await app.fetch(request);
+    } finally {
+      done();
+    }
   };
 };

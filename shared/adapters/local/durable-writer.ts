@@ -116,12 +116,22 @@ class WriterThread {
   }
 }
 
-let thread: WriterThread | undefined;
-const writerThread = (): WriterThread => {
+/**
+ * One writer thread per lane: the objects' and the records' databases commit on two threads,
+ * so that an append's segment commit and another append's head commit make their fsyncs at
+ * the same time rather than one after the other. Each database is written by one thread only.
+ */
+export type Lane = 'objects' | 'records';
+
+const threads = new Map<Lane, WriterThread>();
+const writerThread = (lane: Lane): WriterThread => {
+  let thread = threads.get(lane);
   if (!thread) {
     const started: WriterThread = new WriterThread(() => {
-      if (thread === started) thread = undefined; // the next write starts a new one
+      // the next write starts a new one
+      if (threads.get(lane) === started) threads.delete(lane);
     });
+    threads.set(lane, started);
     thread = started;
   }
   return thread;
@@ -132,6 +142,7 @@ let nextDb = 1;
 /** One SQLite database written through the durable writer. */
 export class DurableDatabase {
   readonly #db = nextDb++;
+  readonly #lane: Lane;
   readonly #open: object;
   #on: WriterThread | undefined;
   #closed = false;
@@ -143,14 +154,16 @@ export class DurableDatabase {
   constructor(
     path: string,
     statements: { check: string } & Record<string, string>,
-    busyTimeoutMs = 5000,
+    options: { lane: Lane; busyTimeoutMs?: number },
   ) {
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.#lane = options.lane;
     this.#open = { t: 'open', db: this.#db, path, statements, busyTimeoutMs };
   }
 
   async write(write: DurableWrite): Promise<WriteOutcome> {
     if (this.#closed) throw new UnavailableError('the store is closed');
-    const on = writerThread();
+    const on = writerThread(this.#lane);
     if (this.#on !== on) {
       // Opened lazily on first write (a store that only reads starts no thread), and again
       // on a new thread if the last one died.
@@ -171,15 +184,25 @@ export class DurableDatabase {
   }
 }
 
-/** Starts the writer's thread now rather than on the first write (a server's first request). */
+/** Starts the writer's threads now rather than on the first write (a server's first request). */
 export const startDurableWriter = (): void => {
-  writerThread();
+  writerThread('objects');
+  writerThread('records');
 };
 
-/** The writer's counters since its thread started (all zero if it has not). */
+/** The writer's counters since its threads started, summed (maxBatch: the largest). */
 export const durableWriterStats = async (): Promise<DurableWriterStats> => {
-  if (!thread) return { batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 };
-  const reply = await thread.request({ t: 'stats' });
-  if (!('ok' in reply) || !reply.stats) throw new UnavailableError('durable writer: no stats');
-  return reply.stats;
+  const total = { batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 };
+  for (const thread of threads.values()) {
+    const reply = await thread.request({ t: 'stats' });
+    if (!('ok' in reply) || !reply.stats) throw new UnavailableError('durable writer: no stats');
+    const stats = reply.stats;
+    total.batches += stats.batches;
+    total.writes += stats.writes;
+    total.commits += stats.commits;
+    total.checkpoints += stats.checkpoints;
+    total.fsyncs += stats.fsyncs;
+    total.maxBatch = Math.max(total.maxBatch, stats.maxBatch);
+  }
+  return total;
 };

@@ -91,7 +91,7 @@ export class LocalObjectStore implements ObjectStore {
       throw err;
     }
     this.#release = release;
-    this.#writer = new DurableDatabase(join(dir, OBJECTS_DB), OBJECT_WRITES);
+    this.#writer = new DurableDatabase(join(dir, OBJECTS_DB), OBJECT_WRITES, { lane: 'objects' });
     this.#row = this.#db.prepare('SELECT etag, size FROM objects WHERE key = ?');
     this.#body = this.#db.prepare('SELECT key, etag, size, body FROM objects WHERE key = ?');
     // Keys are ASCII and SQLite compares TEXT bytewise: SQL order is byte order. The upper

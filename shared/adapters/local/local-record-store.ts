@@ -131,7 +131,10 @@ export class LocalRecordStore implements RecordStore {
       : {};
     this.#writer = inMemory
       ? undefined
-      : new DurableDatabase(resolve(options.path), RECORD_WRITES, busyTimeoutMs);
+      : new DurableDatabase(resolve(options.path), RECORD_WRITES, {
+          lane: 'records',
+          busyTimeoutMs,
+        });
     // On open, before any other write of ours: one synchronous write is fine here.
     db.prepare(RECORD_WRITES.purge).run(this.#clock.now());
   }
