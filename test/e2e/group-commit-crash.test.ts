@@ -2,22 +2,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { segmentKey } from '../../shared/domain/segment.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
 import { headKey } from '../../shared/services/layout.js';
-import { spawnCollected, waitForOutput } from './process-tools.js';
+import { type Spawned, spawnCollected, waitForOutput } from './process-tools.js';
 
 /**
- * The batching's crash windows (shared/adapters/local/durable-writer.ts, append.ts), on the
- * local adapters in a child-process server: 16 writers append concurrently, two per stream
- * (so a batch holds commits of many streams, and head races), and the server is killed with
- * SIGKILL. Then, after a restart: every acknowledged event is there exactly once, at the seq
- * it was acknowledged with; every unacknowledged one is there at most once, and its retry
- * (same Idempotency-Key) completes it, exactly once; every chain verifies.
+ * The batching's crash windows (append.ts, steps 2a-3c; durable-writer.ts), on the local
+ * adapters in a child-process server (group-commit-crash-server.ts, port 0): 16 writers
+ * append concurrently, two per stream (so a batch holds commits of many streams, and head
+ * races), and the server is killed with SIGKILL. Then, after a restart: every acknowledged
+ * event is there exactly once, at the seq it was acknowledged with; every unacknowledged one
+ * is there at most once, and its retry (same Idempotency-Key) completes it, exactly once;
+ * every chain verifies.
  */
 
 const ROOT_KEY = 'root-key-for-group-commit-crash-0123456789';
@@ -90,8 +90,11 @@ class Writers {
     ).then(() => undefined);
   }
 
-  /** After a restart: each unacknowledged request is there at most once, then its retry lands. */
-  async retry(url: string): Promise<void> {
+  /**
+   * After a restart: each unacknowledged request is there at most once, then its retry lands.
+   * Returns how many of them were there before their retry (durable, never answered).
+   */
+  async retry(url: string): Promise<number> {
     const seen = new Map<string, number>();
     for (let s = 0; s < STREAMS; s++) {
       for (const e of await eventsOf(url, `gc-${s}`)) {
@@ -99,9 +102,12 @@ class Writers {
         seen.set(key, (seen.get(key) ?? 0) + 1);
       }
     }
+    let present = 0;
     for (const w of [...this.unacknowledged]) {
       const i = this.next[w] as number;
-      expect(seen.get(keyOf(w, i)) ?? 0, `${keyOf(w, i)} before its retry`).toBeLessThanOrEqual(1);
+      const before = seen.get(keyOf(w, i)) ?? 0;
+      expect(before, `${keyOf(w, i)} before its retry`).toBeLessThanOrEqual(1);
+      present += before;
       for (let attempt = 0; ; attempt++) {
         const res = await append(url, w, i);
         if (res.status === 409 && attempt < 50) {
@@ -117,6 +123,7 @@ class Writers {
       this.unacknowledged.delete(w);
       this.next[w] = i + 1;
     }
+    return present;
   }
 
   /** Every acknowledged event exactly once, where it was acknowledged; every chain verifies. */
@@ -147,9 +154,32 @@ class Writers {
   }
 }
 
-/** Starts the real server and resolves once `writers` has `acks` acknowledgements more. */
+interface CrashServer extends Spawned {
+  url: string;
+}
+
+/** Starts group-commit-crash-server.ts on port 0; `crash`: where it kills itself. */
+const startCrashServer = async (
+  env: Record<string, string>,
+  crash?: { step: 'segment-written' | 'committed'; after: number },
+): Promise<CrashServer> => {
+  const spawned = spawnCollected(
+    process.execPath,
+    ['--import', 'tsx', 'test/e2e/group-commit-crash-server.ts'],
+    {
+      ...env,
+      HEFESTO_LOG_LEVEL: 'warn',
+      ...(crash ? { CRASH_STEP: crash.step, CRASH_AFTER: String(crash.after) } : {}),
+    },
+  );
+  await waitForOutput(spawned, /listening \d+/, 30_000);
+  const port = /listening (\d+)/.exec(spawned.output())?.[1];
+  return { ...spawned, url: `http://127.0.0.1:${port}` };
+};
+
+/** Starts the server and SIGKILLs it once `writers` has `acks` acknowledgements more. */
 const killDuringLoad = async (env: Record<string, string>, writers: Writers, acks: number) => {
-  const server = await startServer(env);
+  const server = await startCrashServer(env);
   await writers.retry(server.url);
   const target = writers.acks.size + acks;
   const running = writers.run(server.url);
@@ -160,9 +190,22 @@ const killDuringLoad = async (env: Record<string, string>, writers: Writers, ack
   return server;
 };
 
+/** Restarts the server, retries what was never answered, checks everything, stops it. */
+const restartAndCheck = async (env: Record<string, string>, writers: Writers) => {
+  const server = await startCrashServer(env);
+  try {
+    const present = await writers.retry(server.url);
+    await writers.check(server.url);
+    return present;
+  } finally {
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }
+};
+
 describe('the embedded server killed with SIGKILL during group commits', () => {
   const dirs: string[] = [];
-  const servers: ServerProcess[] = [];
+  const servers: Spawned[] = [];
   const tempDir = () => {
     const dir = mkdtempSync(join(tmpdir(), 'hefesto-group-commit-'));
     dirs.push(dir);
@@ -172,33 +215,23 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
     for (const s of servers) s.child.kill('SIGKILL');
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
+  const envOf = (dir: string) => ({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT_KEY });
 
   it('keeps every acknowledged event once; every other is absent or completed by its retry', async () => {
-    const env = { HEFESTO_DATA_DIR: tempDir(), HEFESTO_API_KEY: ROOT_KEY };
+    const env = envOf(tempDir());
     const writers = new Writers();
     for (let round = 0; round < 3; round++) servers.push(await killDuringLoad(env, writers, 80));
     expect(writers.unacknowledged.size).toBeGreaterThan(0);
-
-    const last = await startServer(env);
-    servers.push(last);
-    await writers.retry(last.url);
-    await writers.check(last.url);
-    last.child.kill('SIGTERM');
-    expect(await last.exited).toBe(0);
+    await restartAndCheck(env, writers);
   }, 180_000);
 
-  it('recovers a batch killed between its segments and its transactions', async () => {
+  it('recovers a batch killed between its segments and its transactions (2b)', async () => {
     const dir = tempDir();
-    const env = { HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT_KEY, HEFESTO_LOG_LEVEL: 'warn' };
+    const env = envOf(dir);
     const writers = new Writers();
-    const port = await freePort();
-    const crashing = spawnCollected(
-      process.execPath,
-      ['--import', 'tsx', 'test/e2e/group-commit-crash-server.ts'],
-      { ...env, PORT: `${port}`, CRASH_AFTER_SEGMENTS: '120' },
-    );
-    await waitForOutput(crashing, 'listening', 30_000);
-    await writers.run(`http://127.0.0.1:${port}`);
+    const crashing = await startCrashServer(env, { step: 'segment-written', after: 120 });
+    servers.push(crashing);
+    await writers.run(crashing.url);
     expect(await crashing.exited).toBe('SIGKILL');
     expect(writers.acks.size).toBeGreaterThan(0);
 
@@ -217,12 +250,19 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
       records.close();
     }
     expect(orphans, crashing.output()).toBeGreaterThanOrEqual(2);
+    await restartAndCheck(env, writers);
+  }, 120_000);
 
-    const server = await startServer(env);
-    servers.push(server);
-    await writers.retry(server.url);
-    await writers.check(server.url);
-    server.child.kill('SIGTERM');
-    expect(await server.exited).toBe(0);
+  it('answers the retries of a batch killed after its transaction, before its answers (3c)', async () => {
+    const env = envOf(tempDir());
+    const writers = new Writers();
+    const crashing = await startCrashServer(env, { step: 'committed', after: 120 });
+    servers.push(crashing);
+    await writers.run(crashing.url);
+    expect(await crashing.exited).toBe('SIGKILL');
+    expect(writers.acks.size).toBeGreaterThan(0);
+    // Durable but never answered: the one that killed the server and others of its batch.
+    // Their retries answer them from their idempotency records, at the seq they committed at.
+    expect(await restartAndCheck(env, writers)).toBeGreaterThanOrEqual(2);
   }, 120_000);
 });

@@ -106,35 +106,48 @@ describe('LocalRecordStore writes', () => {
 
   it('answers a write whose item changed in its batch alone: the others land', async () => {
     const { store, path } = openRecords();
-    await store.put({ pk: 'h', sk: 'head', seq: 0 });
-    const lock = holdWriteLock(path);
-    // Two commits decided on the same head (seq 0), and others of other items, in one batch.
-    const head = (by: string) =>
+    // An append's commit: move the head (condition: still at seq 0), add the segment's index
+    // record and the idempotency record, in one transaction.
+    const commit = (stream: string, by: string) =>
       store.transact([
         {
           kind: 'update',
-          key: { pk: 'h', sk: 'head' },
+          key: { pk: stream, sk: 'head' },
           update: { set: { seq: 1, by } },
           conditions: [{ op: 'eq', attr: 'seq', value: 0 }],
         },
-        { kind: 'put', item: { pk: 'h', sk: `idx-${by}` }, conditions: [{ op: 'notExists' }] },
+        { kind: 'put', item: { pk: stream, sk: 'seg#1', by }, conditions: [{ op: 'notExists' }] },
+        { kind: 'put', item: { pk: stream, sk: `idem#${by}` }, conditions: [{ op: 'notExists' }] },
       ]);
-    const racing = [head('one'), head('two')];
-    const others = Array.from({ length: 8 }, (_, i) => store.put({ pk: 'o', sk: `k${i}` }));
+    const streams = Array.from({ length: 8 }, (_, i) => `s${i}`);
+    for (const s of ['h', ...streams]) await store.put({ pk: s, sk: 'head', seq: 0 });
+    const lock = holdWriteLock(path);
+    const before = await durableWriterStats();
+    // Two commits decided on the same head (seq 0), and the commits of 8 other streams, all
+    // in one batch: the second to be applied finds the head moved by the first.
+    const racing = [commit('h', 'one'), commit('h', 'two')];
+    const others = streams.map((s) => commit(s, 'w'));
     await tick();
     lock.release();
     const results = await Promise.allSettled(racing);
     await Promise.all(others);
+    const after = await durableWriterStats();
+    // one transaction for the batch (two if the first write was taken before the others came)
+    expect(after.commits - before.commits).toBeLessThanOrEqual(2);
     const won = results.findIndex((r) => r.status === 'fulfilled');
     const lost = results[1 - won];
     expect(won).toBeGreaterThanOrEqual(0);
     expect(lost?.status).toBe('rejected');
     const err = (lost as PromiseRejectedResult).reason as ConflictError;
     expect(err).toBeInstanceOf(ConflictError);
-    const winner = won === 0 ? 'one' : 'two';
+    const [winner, loser] = won === 0 ? ['one', 'two'] : ['two', 'one'];
     expect(err.current).toMatchObject({ seq: 1, by: winner });
-    expect(await store.get({ pk: 'h', sk: `idx-${won === 0 ? 'two' : 'one'}` })).toBeUndefined();
-    expect((await store.query('o')).items).toHaveLength(8);
+    expect(await store.get({ pk: 'h', sk: 'seg#1' })).toMatchObject({ by: winner });
+    expect(await store.get({ pk: 'h', sk: `idem#${loser}` })).toBeUndefined();
+    for (const s of streams) {
+      expect((await store.query(s)).items.map((i) => i.sk)).toEqual(['head', 'idem#w', 'seg#1']);
+      expect(await store.get({ pk: s, sk: 'head' })).toMatchObject({ seq: 1, by: 'w' });
+    }
   });
 });
 
