@@ -22,17 +22,26 @@ const cores = (): number => {
   }
 };
 
-const cpuSplit = (pid: number): [number, number] => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** [user, system] ms of a process (all its threads) or, with `tid`, of one of its threads. */
+const cpuSplit = (pid: number, tid?: number): [number, number] => {
+  const stat = readFileSync(`/proc/${pid}${tid ? `/task/${tid}` : ''}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return [Number(f[11]) * TICK_MS, Number(f[12]) * TICK_MS];
 };
+
+/** CPU ms (user + system) of the server by thread: its event loop, its durable writers, the rest. */
+export interface ThreadCpu {
+  loop: number;
+  writers: number;
+  other: number;
+}
 
 export interface ServerStats {
   fsyncs: number;
   commits: number;
   writes: number;
   maxBatch: number;
+  tids: number[];
   loop: { p50: number; p99: number; max: number };
 }
 
@@ -45,6 +54,8 @@ export interface PinnedServer {
   cpuMs(): number;
   /** The same, split: [user, system]. */
   cpuSplitMs(): [number, number];
+  /** The same, by thread; `writers`: the durable writer's thread ids (from `stats()`). */
+  threadCpuMs(writers: number[]): ThreadCpu;
   /**
    * The server's durable-write counters (fsyncs and commits) and its event loop's delay since
    * the last call (ms), via SIGUSR2.
@@ -107,6 +118,20 @@ export const startPinnedServer = async (
       return user + system;
     },
     cpuSplitMs: () => cpuSplit(pid),
+    threadCpuMs: (writers) => {
+      const sum = ([user, system]: [number, number]) => user + system;
+      const total = sum(cpuSplit(pid));
+      const loop = sum(cpuSplit(pid, pid));
+      let inWriters = 0;
+      for (const tid of writers) {
+        try {
+          inWriters += sum(cpuSplit(pid, tid));
+        } catch {
+          // that thread is gone
+        }
+      }
+      return { loop, writers: inWriters, other: total - loop - inWriters };
+    },
     stats: async () => {
       const seen = out.length;
       child.kill('SIGUSR2');

@@ -16,11 +16,21 @@
 // Messages in:  {t:'open', db, path, statements}  {t:'write', id, db, checks, writes}
 //               {t:'close', db}  {t:'stats', id}
 // Messages out: [{id, ok:true, changes} | {id, stale:index} | {id, error:{message, code}}]
+import { readlinkSync } from 'node:fs';
 import { parentPort, receiveMessageOnPort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 
 /** Commits between WAL checkpoints (SQLite's own automatic ones are off, to count syncs). */
 const CHECKPOINT_EVERY = 200;
+
+/** This thread's id on Linux (/proc/thread-self -> "<pid>/task/<tid>"), for CPU accounting. */
+const tid = (() => {
+  try {
+    return Number(readlinkSync('/proc/thread-self').split('/').pop());
+  } catch {
+    return undefined;
+  }
+})();
 
 const dbs = new Map();
 const stats = { batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 };
@@ -144,7 +154,7 @@ const run = (batch) => {
       dbs.get(m.db)?.db?.close();
       dbs.delete(m.db);
     } else if (m.t === 'stats') {
-      parentPort.postMessage([{ id: m.id, ok: true, stats: { ...stats } }]);
+      parentPort.postMessage([{ id: m.id, ok: true, stats: { ...stats, tids: tid ? [tid] : [] } }]);
     }
   }
 };

@@ -41,6 +41,8 @@ export interface DurableWriterStats {
   /** File syncs SQLite issued for them: one per commit, two per checkpoint. */
   fsyncs: number;
   maxBatch: number;
+  /** The writer threads' Linux thread ids (where /proc tells), to read their CPU time. */
+  tids: number[];
 }
 
 /** A write SQLite refused (its code is SQLite's, e.g. SQLITE_BUSY, SQLITE_FULL). */
@@ -192,7 +194,10 @@ export const startDurableWriter = (): void => {
 
 /** The writer's counters since its threads started, summed (maxBatch: the largest). */
 export const durableWriterStats = async (): Promise<DurableWriterStats> => {
-  const total = { batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 };
+  const total: DurableWriterStats = {
+    ...{ batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 },
+    tids: [],
+  };
   for (const thread of threads.values()) {
     const reply = await thread.request({ t: 'stats' });
     if (!('ok' in reply) || !reply.stats) throw new UnavailableError('durable writer: no stats');
@@ -203,6 +208,7 @@ export const durableWriterStats = async (): Promise<DurableWriterStats> => {
     total.checkpoints += stats.checkpoints;
     total.fsyncs += stats.fsyncs;
     total.maxBatch = Math.max(total.maxBatch, stats.maxBatch);
+    total.tids.push(...stats.tids);
   }
   return total;
 };
