@@ -161,7 +161,7 @@ interface CrashServer extends Spawned {
 /** Starts group-commit-crash-server.ts on port 0; `crash`: where it kills itself. */
 const startCrashServer = async (
   env: Record<string, string>,
-  crash?: { step: 'segment-written' | 'committed'; after: number },
+  crash?: { at: 'segments' | 'commits'; after: number },
 ): Promise<CrashServer> => {
   const spawned = spawnCollected(
     process.execPath,
@@ -169,7 +169,7 @@ const startCrashServer = async (
     {
       ...env,
       HEFESTO_LOG_LEVEL: 'warn',
-      ...(crash ? { CRASH_STEP: crash.step, CRASH_AFTER: String(crash.after) } : {}),
+      ...(crash ? { CRASH_AT: crash.at, CRASH_AFTER: String(crash.after) } : {}),
     },
   );
   await waitForOutput(spawned, /listening \d+/, 30_000);
@@ -229,13 +229,14 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
     const dir = tempDir();
     const env = envOf(dir);
     const writers = new Writers();
-    const crashing = await startCrashServer(env, { step: 'segment-written', after: 120 });
+    const crashing = await startCrashServer(env, { at: 'segments', after: 10 });
     servers.push(crashing);
     await writers.run(crashing.url);
     expect(await crashing.exited).toBe('SIGKILL');
     expect(writers.acks.size).toBeGreaterThan(0);
 
-    // What the kill left: segments at head+1 that no transaction moved a head over.
+    // What the kill left: segments at head+1 that no transaction moved a head over, at least
+    // the two or more of the batch it was killed in.
     const objects = new LocalObjectStore({ dir });
     const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
     let orphans = 0;
@@ -256,12 +257,12 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
   it('answers the retries of a batch killed after its transaction, before its answers (3c)', async () => {
     const env = envOf(tempDir());
     const writers = new Writers();
-    const crashing = await startCrashServer(env, { step: 'committed', after: 120 });
+    const crashing = await startCrashServer(env, { at: 'commits', after: 10 });
     servers.push(crashing);
     await writers.run(crashing.url);
     expect(await crashing.exited).toBe('SIGKILL');
     expect(writers.acks.size).toBeGreaterThan(0);
-    // Durable but never answered: the one that killed the server and others of its batch.
+    // Durable but never answered: the two or more commits of the batch it was killed in.
     // Their retries answer them from their idempotency records, at the seq they committed at.
     expect(await restartAndCheck(env, writers)).toBeGreaterThanOrEqual(2);
   }, 120_000);

@@ -66,13 +66,22 @@ interface Waiter {
   reject(err: Error): void;
 }
 
+/**
+ * Test hook (child-process crash tests kill the process in it): called when the answers of
+ * one transaction arrive from the writer, before any of them is delivered, with how many of
+ * its writes were applied. Everything it holds is durable, and nothing of it answered.
+ */
+export const durableWriterTestHooks: {
+  durable?: (lane: Lane, applied: number) => void;
+} = {};
+
 class WriterThread {
   readonly #worker: Worker;
   readonly #pending = new Map<number, Waiter>();
   #nextId = 1;
   #dead: Error | undefined;
 
-  constructor(onDeath: () => void) {
+  constructor(lane: Lane, onDeath: () => void) {
     // No loader flags (tsx): the thread is plain JavaScript. Profiling flags carry over.
     const execArgv = process.execArgv.filter((a) => a.startsWith('--cpu-prof'));
     this.#worker = new Worker(new URL('./durable-writer-thread.mjs', import.meta.url), {
@@ -80,6 +89,10 @@ class WriterThread {
     });
     this.#worker.unref();
     this.#worker.on('message', (replies: Reply[]) => {
+      durableWriterTestHooks.durable?.(
+        lane,
+        replies.filter((r) => 'ok' in r && !('stats' in r)).length,
+      );
       for (const reply of replies) {
         const waiter = this.#pending.get(reply.id);
         if (!waiter) continue;
@@ -129,7 +142,7 @@ const threads = new Map<Lane, WriterThread>();
 const writerThread = (lane: Lane): WriterThread => {
   let thread = threads.get(lane);
   if (!thread) {
-    const started: WriterThread = new WriterThread(() => {
+    const started: WriterThread = new WriterThread(lane, () => {
       // the next write starts a new one
       if (threads.get(lane) === started) threads.delete(lane);
     });
