@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type PinnedServer,
@@ -148,6 +148,8 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
     ],
   );
   const url = server.url;
+  // Other processes on the server's core take its CPU and add to every latency: say how busy.
+  const load0 = loadavg()[0] ?? Number.NaN;
   const tag = (p: string) => (c: number, i: number) =>
     appendOnce(url, `${p}-${c}`, `${p}-${c}-${i}`);
   try {
@@ -223,6 +225,9 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
         budget,
         met: met === undefined ? '-' : met ? 'yes' : 'NO',
       })),
+    );
+    console.log(
+      `\nMachine load average (1 min) at the start and the end: ${load0.toFixed(1)}, ${(loadavg()[0] ?? Number.NaN).toFixed(1)}.`,
     );
     console.log(
       `\n/healthz probes during the 64 clients: ${probes.length}, p50 ${quantile(probes, 0.5).toFixed(2)} ms, p99 ${quantile(probes, 0.99).toFixed(2)} ms, max ${(probes.at(-1) ?? 0).toFixed(1)} ms.`,
