@@ -1,6 +1,7 @@
 import { runBundleBench } from './bundle.js';
 import { runCheckpointBench } from './checkpoints.js';
 import { runCompactionBench } from './compaction.js';
+import { runEmbeddedConcurrencyBench } from './embedded-concurrency.js';
 import { runHttpBench } from './http.js';
 import { runLedgerBench } from './ledger.js';
 import { runMigrationBench } from './migration.js';
@@ -15,3 +16,4 @@ await runResumeBench();
 await runMigrationBench();
 await runBundleBench();
 await runCompactionBench();
+await runEmbeddedConcurrencyBench();

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createAdaptorServer } from '@hono/node-server';
 import { parseSettings } from '../shared/config/settings.js';
 import type { IssuedKey } from '../shared/services/keys.js';
@@ -20,7 +21,7 @@ import { createEmbedded } from './wiring/embedded.js';
  * The compactor runs in this process every HEFESTO_COMPACT_INTERVAL_MS (0: never), one pass
  * at a time; a pass cut by shutdown is safe (every step of it is; the next start resumes).
  *
- * Shutdown on SIGTERM/SIGINT:
+ * Shutdown on SIGTERM/SIGINT (one that comes while starting waits until it has started):
  *   1. stop accepting connections and close idle keep-alive ones, and stop the compactor's
  *      timer;
  *   2. wait for in-flight requests (and a compaction pass), at most SHUTDOWN_GRACE_MS, then cut
@@ -54,7 +55,53 @@ const listen = (server: Server, port: number): Promise<number> =>
 const start = async (): Promise<void> => {
   const settings = parseSettings(process.env);
   const embedded = createEmbedded(settings);
-  const server = createAdaptorServer({ fetch: embedded.app.fetch }) as Server;
+  const server = createAdaptorServer({ fetch: embedded.fetch }) as Server;
+  // From here on a signal stops the server: one that comes while it starts (binding, writing
+  // the first key) takes effect once it has started.
+  let compaction: CompactionTimer | undefined;
+  let started: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    await ready;
+    embedded.logger.info({ signal }, 'shutting down');
+    const compactionStopped = Promise.race([
+      compaction?.stop(),
+      new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
+    ]);
+    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    // A keep-alive connection that finishes its request becomes idle: close it then too.
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    server.close(() => {
+      clearTimeout(force);
+      clearInterval(sweep);
+      void compactionStopped.then(() => {
+        embedded.close();
+        embedded.logger.info('stopped');
+        process.exit(0);
+      });
+    });
+    server.closeIdleConnections();
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  // For the benchmarks, one line on stdout: the durable writer's counters (fsyncs, commits)
+  // and how late the event loop ran since the last such line (ms).
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
+  process.on('SIGUSR2', () => {
+    const ms = (q: number) => Number((loopDelay.percentile(q) / 1e6).toFixed(2));
+    const loop = { p50: ms(50), p99: ms(99), max: Number((loopDelay.max / 1e6).toFixed(2)) };
+    loopDelay.reset();
+    void embedded.durableWriterStats().then((stats) => {
+      process.stdout.write(`durable-writes ${JSON.stringify({ ...stats, loop })}\n`);
+    });
+  });
+
   let port: number;
   let bootstrap: IssuedKey | undefined;
   try {
@@ -77,7 +124,7 @@ const start = async (): Promise<void> => {
   process.stdout.write(`${lines.join('\n')}\n`);
 
   const { intervalMs } = settings.compaction;
-  const compaction: CompactionTimer | undefined =
+  compaction =
     intervalMs > 0
       ? startCompactionTimer(embedded.compactor, embedded.logger, intervalMs)
       : undefined;
@@ -87,32 +134,7 @@ const start = async (): Promise<void> => {
     embedded.close();
     process.exit(1);
   });
-
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    embedded.logger.info({ signal }, 'shutting down');
-    const compactionStopped = Promise.race([
-      compaction?.stop(),
-      new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
-    ]);
-    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-    // A keep-alive connection that finishes its request becomes idle: close it then too.
-    const sweep = setInterval(() => server.closeIdleConnections(), 100);
-    server.close(() => {
-      clearTimeout(force);
-      clearInterval(sweep);
-      void compactionStopped.then(() => {
-        embedded.close();
-        embedded.logger.info('stopped');
-        process.exit(0);
-      });
-    });
-    server.closeIdleConnections();
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  started();
 };
 
 start().catch((err: unknown) => {

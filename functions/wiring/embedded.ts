@@ -1,6 +1,11 @@
 import { join } from 'node:path';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type Logger, pino } from 'pino';
+import {
+  type DurableWriterStats,
+  durableWriterStats,
+  startDurableWriter,
+} from '../../shared/adapters/local/durable-writer.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
@@ -9,6 +14,7 @@ import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
 import { systemClock } from '../../shared/ports/clock.js';
+import type { CrashHook } from '../../shared/services/append.js';
 import type { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
@@ -16,32 +22,43 @@ import { compactionLedgerSettings, createCompactor } from './compaction.js';
 
 export interface Embedded {
   app: OpenAPIHono<AppEnv>;
+  /** What the HTTP server serves: the app, with appends admitted a few at a time. */
+  fetch(request: Request): Promise<Response>;
   keys: KeyService;
   logger: Logger;
   /** Compaction and retention over the same stores (the server's timer, POST /v1/admin/compact). */
   compactor: Compactor;
+  /** The durable writer's counters: commits, fsyncs (durable-writer.ts). */
+  durableWriterStats(): Promise<DurableWriterStats>;
   /** Releases the data directory and closes the database. */
   close(): void;
 }
 
+/** Test hooks (child-process tests kill the server at a step of the append protocol). */
+export interface EmbeddedHooks {
+  crash?: CrashHook;
+}
+
 /**
  * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects in
- * `objects/`, records in `records.sqlite`) -> services -> app.
+ * `objects.sqlite`, records in `records.sqlite`) -> services -> app.
  *
  * Signed tree heads: the key ring of the data directory (`signing-key.pem`, created at first
  * start, mode 0600; `signing-keys-retired.json` after a rotation: signing-key-file.ts).
  *
  * Opening the object store takes the data directory's lock (or fails with UnavailableError
  * naming the server that holds it) and moves an older object layout to the current one; both
- * happen before anything else touches the directory.
+ * happen before anything else touches the directory. Every durable write of both stores runs
+ * on one thread, the durable writer (durable-writer.ts), started here so that the first
+ * request does not wait for it.
  */
-export const createEmbedded = (settings: Settings): Embedded => {
+export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): Embedded => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
   const objects = new LocalObjectStore({ dir: settings.dataDir });
   const { migrated } = objects.layout;
   if (migrated && migrated.objects > 0) {
-    logger.info({ ...migrated, to: 2 }, 'moved the data directory to object layout 2');
+    logger.info({ ...migrated, to: 3 }, 'moved the data directory to object layout 3');
   }
   let records: LocalRecordStore;
   try {
@@ -58,10 +75,12 @@ export const createEmbedded = (settings: Settings): Embedded => {
     objects.close();
     throw err;
   }
+  startDurableWriter();
   const ledger = new Ledger(
     { objects, records, clock },
     {
       signing,
+      ...(hooks.crash ? { crash: hooks.crash } : {}),
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
       onSnapshotError: (err) =>
@@ -81,9 +100,44 @@ export const createEmbedded = (settings: Settings): Embedded => {
     keys,
     logger,
     compactor,
+    fetch: admitAppends(app, APPEND_CONCURRENCY),
+    durableWriterStats,
     close: () => {
       records.close();
       objects.close();
     },
+  };
+};
+
+/**
+ * Appends (events and checkpoints) running at once; more wait their turn, first come first
+ * served, before their body is read. Each append costs the event loop a few hundred µs in
+ * several steps (one per durable write it waits for); with no bound, 64 clients put 64 such
+ * steps in every turn of the loop, and a GET (/healthz, a read) waits for all of them. 16 keep
+ * the durable writer's batches full (it commits what arrives during a commit).
+ */
+export const APPEND_CONCURRENCY = 16;
+
+const APPEND_PATH = /^\/v1\/streams\/[^/]+\/(events|checkpoints)$/;
+
+const admitAppends = (app: OpenAPIHono<AppEnv>, limit: number) => {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  const done = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  };
+  return async (request: Request): Promise<Response> => {
+    if (request.method !== 'POST' || !APPEND_PATH.test(new URL(request.url).pathname)) {
+      return app.fetch(request);
+    }
+    if (running < limit) running++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await app.fetch(request);
+    } finally {
+      done();
+    }
   };
 };

@@ -86,6 +86,24 @@ export {
  * batch another writer rolled forward answers the receipt stored with its idempotency record
  * (or, without a key, a head signed now, whose tree holds the batch).
  *
+ * Group commit (embedded, shared/adapters/local/durable-writer.ts): the segments of appends
+ * that arrive together are made durable in one SQLite transaction, and so are their step-3
+ * commits (heads, index and idempotency records of many streams, each in a savepoint of its
+ * own); each append goes on only once its own transaction is durable. The batch adds:
+ *   2a. Dies while a batch of segments is being committed: SQLite keeps all of it or none,
+ *       so each append of it is before step 2 or at step 2's window.
+ *   2b. Dies after a batch of segments is durable, before its appends' commits land: each is
+ *       an orphan at its stream's head+1 (step 2's window), rolled forward by the next
+ *       append to its stream or by its retry.
+ *   3a. A commit of the batch whose condition fails (a head it read moved, maybe by another
+ *       commit of the same batch) is undone alone and answered alone; the others commit. It
+ *       is decided again on a fresh read and takes step 3's path if the head really moved.
+ *   3b. Dies while a batch of commits is being committed: all of it or none (2b's state).
+ *   3c. Dies after a batch of commits is durable, before its answers: each append of it is
+ *       at step 3's window; its retry finds its idempotency record.
+ *   Tested by test/e2e/group-commit-crash.test.ts (SIGKILL, 16 writers) and
+ *   test/unit/local-group-commit.test.ts (3a).
+ *
  * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward. So is a
  * head that is not the chain end (its hash edited: the commit's condition on the index record
  * of the head's segment fails) or that is missing while index records remain (deleted:

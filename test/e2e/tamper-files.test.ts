@@ -1,23 +1,16 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
+import { type StoredRows, storedRows } from '../support/local-rows.js';
 
 /**
- * Every byte of every stored segment FILE of the embedded default, flipped one at a time on
- * disk behind the service's back: `GET /verify` must answer ErrTamperedLedger each time, and
- * reads that touch it must return none of it.
+ * Every byte of every stored segment of the embedded default, flipped one at a time on disk
+ * (in its row of objects.sqlite) behind the service's back: `GET /verify` must answer
+ * ErrTamperedLedger each time, and reads that touch it must return none of it.
  */
 
-const files = (dir: string): string[] =>
-  readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? files(path) : [path];
-  });
-
-describe('flipping any byte of any stored segment file', () => {
+describe('flipping any byte of any stored segment', () => {
   let h: Harness;
-  let dataDir: string;
+  let rows: StoredRows;
 
   beforeAll(async () => {
     const local = STORE_FACTORIES.find((f) => f.name === 'local');
@@ -29,20 +22,23 @@ describe('flipping any byte of any stored segment file', () => {
       { type: 'decision', payload: [3] },
     ]);
     await h.append(ROOT_KEY, 'flip', [{ type: 'observation', payload: null }]);
-    dataDir = h.dataDir ?? '';
+    rows = storedRows(h.dataDir ?? '');
   });
-  afterAll(() => h.close());
+  afterAll(() => {
+    rows.close();
+    h.close();
+  });
 
   it('makes verify report ErrTamperedLedger, every time', async () => {
-    const segments = files(dataDir).filter((f) => f.includes(`${join('s', 'flip', 'seg')}`));
+    const segments = rows.keys('/s/flip/seg/');
     expect(segments.length).toBe(3);
     let flips = 0;
     for (const file of segments) {
-      const original = readFileSync(file);
+      const original = rows.read(file);
       for (let i = 0; i < original.length; i++) {
         const copy = Buffer.from(original);
         copy[i] = (copy[i] ?? 0) ^ 0x01;
-        writeFileSync(file, copy);
+        rows.write(file, copy);
         const res = await h.request('/v1/streams/flip/verify', { key: ROOT_KEY });
         const body = (await res.json()) as { ok: boolean; code?: string };
         expect(body, `${file} byte ${i}`).toMatchObject({ ok: false, code: 'ErrTamperedLedger' });
@@ -50,7 +46,7 @@ describe('flipping any byte of any stored segment file', () => {
         expect(read.status, `${file} byte ${i}`).toBe(500);
         flips++;
       }
-      writeFileSync(file, original);
+      rows.write(file, original);
     }
     expect(flips).toBeGreaterThan(1000);
     const ok = await h.request('/v1/streams/flip/verify', { key: ROOT_KEY });

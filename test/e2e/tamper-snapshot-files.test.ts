@@ -1,29 +1,22 @@
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
+import { type StoredRows, storedRows } from '../support/local-rows.js';
 
 /**
- * Every byte of every stored snapshot FILE of the embedded default (the base snapshots and a
- * fork's origin), flipped one at a time on disk behind the service's back, and each file
- * deleted: `GET /verify` must answer ok:false naming the object each time (issue 11 item 8),
+ * Every byte of every stored snapshot of the embedded default (the base snapshots and a
+ * fork's origin), flipped one at a time on disk (in its row of objects.sqlite) behind the
+ * service's back, and each one deleted: `GET /verify` must answer ok:false naming the object each time (issue 11 item 8),
  * and the state reads that need it must fail closed.
  */
 
-const files = (dir: string): string[] =>
-  readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? files(path) : [path];
-  });
-
-/** The seq a snapshot file stands for: its name starts with it, 16 digits. */
+/** The seq a snapshot stands for: its name starts with it, 16 digits. */
 const seqOf = (file: string): number => Number(/(\d{16})-[0-9a-f]{64}/.exec(file)?.[1]);
 
 const EMPTY = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
 
-describe('flipping any byte of any stored snapshot file', () => {
+describe('flipping any byte of any stored snapshot', () => {
   let h: Harness;
-  let dataDir: string;
+  let rows: StoredRows;
 
   beforeAll(async () => {
     const local = STORE_FACTORIES.find((f) => f.name === 'local');
@@ -42,38 +35,41 @@ describe('flipping any byte of any stored snapshot file', () => {
       body: { newStreamId: 'forked', at: 3 },
     });
     expect(fork.status).toBe(201);
-    dataDir = h.dataDir ?? '';
+    rows = storedRows(h.dataDir ?? '');
   });
-  afterAll(() => h.close());
+  afterAll(() => {
+    rows.close();
+    h.close();
+  });
 
   const verify = async (stream: string) =>
     (await h.request(`/v1/streams/${stream}/verify`, { key: ROOT_KEY })).json();
 
   it('makes verify name the snapshot, every time; a deleted one too', async () => {
     const cases = [
-      ...files(dataDir)
-        .filter((f) => f.includes(join('s', 'snap', 'snap')))
+      ...rows
+        .keys('/s/snap/snap/')
         .map((file) => ({ file, stream: 'snap', object: 'snapshot', at: seqOf(file) })),
-      ...files(dataDir)
-        .filter((f) => f.includes(join('s', 'forked', 'snap')))
+      ...rows
+        .keys('/s/forked/snap/')
         .map((file) => ({ file, stream: 'forked', object: 'fork-origin', at: 1 })),
     ];
     expect(cases.map((c) => c.object)).toEqual(['snapshot', 'snapshot', 'fork-origin']);
     let flips = 0;
     for (const { file, stream, object, at } of cases) {
-      const original = readFileSync(file);
+      const original = rows.read(file);
       for (let i = 0; i < original.length; i++) {
         const copy = Buffer.from(original);
         copy[i] = (copy[i] ?? 0) ^ 0x01;
-        writeFileSync(file, copy);
+        rows.write(file, copy);
         expect(await verify(stream), `${file} byte ${i}`).toMatchObject({ ok: false, object });
         flips++;
       }
-      rmSync(file);
+      rows.remove(file);
       expect(await verify(stream), `${file} deleted`).toMatchObject({ ok: false, object });
       const state = await h.request(`/v1/streams/${stream}/state?at=${at}`, { key: ROOT_KEY });
       expect(state.status, `${file} deleted`).toBe(500);
-      writeFileSync(file, original);
+      rows.write(file, original);
     }
     expect(flips).toBeGreaterThan(500);
     expect(await verify('snap')).toMatchObject({ ok: true, seq: 4 });

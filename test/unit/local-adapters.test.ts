@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -45,21 +45,24 @@ describe('LocalObjectStore', () => {
     });
   });
 
-  describe('temp files', () => {
-    it('leaves no temp file after writes, conflicts and replaces', async () => {
+  describe('files', () => {
+    it('keeps every object in objects.sqlite: no file per object, no temp files', async () => {
       const store = track(new LocalObjectStore({ dir }));
       const first = await store.putIfAbsent('k', bytes('v1'));
       await store.putIfAbsent('k', bytes('other')).catch(() => undefined);
       await store.putIfMatch('k', bytes('v2'), first.etag);
       await store.putIfMatch('k', bytes('v3'), first.etag).catch(() => undefined);
-      expect(readdirSync(join(dir, 'tmp'))).toEqual([]);
+      await store.putIfAbsent('a/b/c', bytes('deep'));
+      const names = readdirSync(dir).filter((n) => !/^objects\.sqlite-(wal|shm)$/.test(n));
+      expect(names.sort()).toEqual(['LAYOUT', 'LOCK', 'LOCK.sqlite', 'objects.sqlite']);
     });
 
-    it('removes temp files left by a crashed writer when it opens', () => {
+    it('removes the temp files a layout-2 server left when it opens', () => {
       mkdirSync(join(dir, 'tmp'), { recursive: true });
       writeFileSync(join(dir, 'tmp', '4242-1'), 'half written');
+      writeFileSync(join(dir, 'LAYOUT'), '2\n');
       track(new LocalObjectStore({ dir }));
-      expect(readdirSync(join(dir, 'tmp'))).toEqual([]);
+      expect(existsSync(join(dir, 'tmp'))).toBe(false);
     });
   });
 
@@ -85,18 +88,21 @@ describe('LocalObjectStore', () => {
       expect((await store.list('a/')).items.map((i) => i.key)).toEqual(['a/', 'a//b', 'a/b']);
     });
 
-    it('finds no keys under a prefix no key can have, without leaving objects/', async () => {
+    it('finds no keys under a prefix no key can have', async () => {
       const store = track(new LocalObjectStore({ dir }));
       await store.putIfAbsent('a', bytes('v'));
       expect(await store.list('../')).toEqual({ items: [] });
       expect(await store.list('a b')).toEqual({ items: [] });
     });
 
-    it('removes directories emptied by deletes', async () => {
+    it('forgets a deleted object in get, head and list', async () => {
       const store = track(new LocalObjectStore({ dir }));
       await store.putIfAbsent('x/y/z', bytes('v'));
+      await store.putIfAbsent('x/y', bytes('w'));
       await store.delete('x/y/z');
-      expect(readdirSync(join(dir, 'objects'))).toEqual([]);
+      expect(await store.get('x/y/z')).toBeUndefined();
+      expect(await store.head('x/y/z')).toBeUndefined();
+      expect((await store.list('x/')).items.map((i) => i.key)).toEqual(['x/y']);
     });
   });
 });
@@ -149,7 +155,7 @@ describe('LocalRecordStore', () => {
       expect(err).toBeInstanceOf(ConflictError);
       expect((err as ConflictError).current).toEqual({ pk: 'p', sk: 'idem', ttl: 1_010 });
 
-      expect(store.purgeExpired()).toBe(1);
+      expect(await store.purgeExpired()).toBe(1);
       await store.put({ pk: 'p', sk: 'idem', v: 2 }, { conditions: [{ op: 'notExists' }] });
     });
   });

@@ -21,10 +21,11 @@ import { keyToPathV1 } from '../../shared/adapters/local/object-paths-v1.js';
 import { UnavailableError } from '../../shared/domain/errors.js';
 
 /**
- * Moving a data directory from object layout 1 (no LAYOUT file) to layout 2 on open
- * (object-layout.ts): every object readable with the same bytes afterwards, and a crash at
- * any step, by SIGKILL in a child process, finished by the next open. The same on a directory
- * written by the old server itself: test/e2e/layout-v1-upgrade.test.ts.
+ * Moving a data directory from object layout 1 (no LAYOUT file) or 2 (a file per object) to
+ * layout 3 (objects.sqlite) on open (object-layout.ts): every object readable with the same
+ * bytes and etag afterwards, and a crash at any step, by SIGKILL in a child process, finished
+ * by the next open. The same on directories written by the old servers themselves:
+ * test/e2e/layout-v1-upgrade.test.ts.
  */
 
 const KEYS = [
@@ -58,6 +59,16 @@ const writeLayout1 = (keys: readonly string[]) => {
   }
 };
 
+/** A data directory as layout 2 wrote it: files at keyToPath, LAYOUT = 2. */
+const writeLayout2 = (keys: readonly string[]) => {
+  for (const key of keys) {
+    const path = join(dir, 'objects', ...keyToPath(key));
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, body(key));
+  }
+  writeFileSync(join(dir, 'LAYOUT'), '2\n');
+};
+
 /** Every file under `root`, as relative paths. */
 const tree = (root: string): string[] =>
   readdirSync(root).flatMap((name) => {
@@ -67,7 +78,7 @@ const tree = (root: string): string[] =>
       : [relative(root, path)];
   });
 
-/** Opens the directory and checks it holds exactly `keys`, in layout 2 and nothing else. */
+/** Opens the directory and checks it holds exactly `keys`, in layout 3 and nothing else. */
 const expectMigrated = async (keys: readonly string[]) => {
   const store = new LocalObjectStore({ dir });
   try {
@@ -77,26 +88,24 @@ const expectMigrated = async (keys: readonly string[]) => {
       expect(got?.etag).toBe(etag(body(key)));
     }
     expect((await store.list('')).items.map((i) => i.key)).toEqual([...keys].sort());
-    expect(readFileSync(join(dir, 'LAYOUT'), 'utf8')).toBe('2\n');
-    expect(tree(join(dir, 'objects')).sort()).toEqual(
-      keys.map((key) => join(...keyToPath(key))).sort(),
-    );
-    expect(existsSync(join(dir, 'objects.next'))).toBe(false);
-    expect(existsSync(join(dir, 'objects.v1'))).toBe(false);
+    expect(readFileSync(join(dir, 'LAYOUT'), 'utf8')).toBe('3\n');
+    for (const left of ['objects', 'objects.next', 'objects.v1', 'objects.sqlite.next', 'tmp']) {
+      expect(existsSync(join(dir, left)), left).toBe(false);
+    }
   } finally {
     store.close();
   }
 };
 
 /** Runs the migration in a child process that kills itself with SIGKILL at `step`. */
-const crashAt = async (step: LayoutStep, afterLinks = 1): Promise<void> => {
+const crashAt = async (step: LayoutStep, after = 1): Promise<void> => {
   const script = `
     import { acquireDirLock } from './shared/adapters/local/dir-lock.ts';
     import { ensureLayout } from './shared/adapters/local/object-layout.ts';
     acquireDirLock(${JSON.stringify(dir)});
-    let links = 0;
+    let seen = 0;
     ensureLayout(${JSON.stringify(dir)}, (step) => {
-      if (step === 'linked' && ++links < ${afterLinks}) return;
+      if (step === ${JSON.stringify(step)} && ++seen < ${after}) return;
       if (step === ${JSON.stringify(step)}) process.kill(process.pid, 'SIGKILL');
     });
     process.stdout.write('finished without reaching the step\\n');`;
@@ -112,7 +121,7 @@ const crashAt = async (step: LayoutStep, afterLinks = 1): Promise<void> => {
 };
 
 describe('object layout migration', () => {
-  it('moves a layout-1 directory to layout 2 on open, every object as it was', async () => {
+  it('moves a layout-1 directory to layout 3 on open, every object as it was', async () => {
     writeLayout1(KEYS);
     const store = new LocalObjectStore({ dir });
     expect(store.layout).toEqual({ migrated: { from: 1, objects: KEYS.length } });
@@ -136,9 +145,18 @@ describe('object layout migration', () => {
     );
   });
 
-  it('starts a new data directory at layout 2 and does not move it again', async () => {
+  it('moves a layout-2 directory to layout 3 on open, every object as it was', async () => {
+    writeLayout2(KEYS);
+    const store = new LocalObjectStore({ dir });
+    expect(store.layout).toEqual({ migrated: { from: 2, objects: KEYS.length } });
+    store.close();
+    await expectMigrated(KEYS);
+  });
+
+  it('starts a new data directory at layout 3 and does not move it again', async () => {
     const first = new LocalObjectStore({ dir });
-    expect(first.layout).toEqual({ migrated: { from: 1, objects: 0 } });
+    expect(first.layout).toEqual({});
+    expect(readFileSync(join(dir, 'LAYOUT'), 'utf8')).toBe('3\n');
     await first.putIfAbsent('t/A/x', body('t/A/x'));
     first.close();
     const second = new LocalObjectStore({ dir });
@@ -149,9 +167,9 @@ describe('object layout migration', () => {
 
   it('refuses a layout newer than it reads, touching nothing', () => {
     writeLayout1(['k']);
-    writeFileSync(join(dir, 'LAYOUT'), '3\n');
+    writeFileSync(join(dir, 'LAYOUT'), '4\n');
     expect(() => new LocalObjectStore({ dir })).toThrow(UnavailableError);
-    expect(() => new LocalObjectStore({ dir })).toThrow(/object layout 3, written by a newer/);
+    expect(() => new LocalObjectStore({ dir })).toThrow(/object layout 4, written by a newer/);
     expect(tree(join(dir, 'objects'))).toEqual([join(...keyToPathV1('k'))]);
   });
 
@@ -163,15 +181,35 @@ describe('object layout migration', () => {
       ['committed', 1],
       ['moved-old', 1],
       ['moved-new', 1],
+      ['copied', 1],
+      ['copied', 7],
+      ['db-built', 1],
+      ['db-committed', 1],
+      ['db-moved', 1],
     ];
+    const beforeLayout2Commit = new Set<LayoutStep>(['linked', 'built']);
 
-    it.each(steps)('finishes it after a crash at %s (link %i)', async (step, links) => {
+    it.each(steps)('finishes a move from layout 1 after a crash at %s (%i)', async (step, n) => {
       writeLayout1(KEYS);
       const before = tree(join(dir, 'objects')).sort();
-      await crashAt(step, links);
-      if (step === 'linked' || step === 'built') {
+      await crashAt(step, n);
+      if (beforeLayout2Commit.has(step)) {
         // Before the commit point the layout-1 tree is untouched: older code could still read it.
         expect(existsSync(join(dir, 'LAYOUT'))).toBe(false);
+        expect(tree(join(dir, 'objects')).sort()).toEqual(before);
+      }
+      await expectMigrated(KEYS);
+    });
+
+    it.each(
+      steps.filter(([step]) => ['copied', 'db-built', 'db-committed', 'db-moved'].includes(step)),
+    )('finishes a move from layout 2 after a crash at %s (%i)', async (step, n) => {
+      writeLayout2(KEYS);
+      const before = tree(join(dir, 'objects')).sort();
+      await crashAt(step, n);
+      if (step === 'copied' || step === 'db-built') {
+        // Before its commit point the layout-2 tree is untouched: the server before could read it.
+        expect(readFileSync(join(dir, 'LAYOUT'), 'utf8')).toBe('2\n');
         expect(tree(join(dir, 'objects')).sort()).toEqual(before);
       }
       await expectMigrated(KEYS);
@@ -183,6 +221,9 @@ describe('object layout migration', () => {
       await crashAt('built');
       await crashAt('committed'); // a move started again, cut after its commit point
       await crashAt('moved-new'); // finishing it, cut again
+      await crashAt('copied', 4); // the copy to layout 3, cut inside its transaction
+      await crashAt('db-built');
+      await crashAt('db-committed');
       await expectMigrated(KEYS);
     });
   });

@@ -1,6 +1,6 @@
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
@@ -149,28 +149,12 @@ describe('object layout 2: key -> path', () => {
   });
 });
 
-describe('LocalObjectStore on layout 2', () => {
+describe('a layout-2 tree of look-alike keys, moved to layout 3', () => {
   let dir: string;
-  let store: LocalObjectStore;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'hefesto-paths-'));
-    store = new LocalObjectStore({ dir });
   });
-  afterEach(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  /** Every name in every directory of `root`, with the other names of its directory. */
-  const directories = (root: string): string[][] => {
-    const names = readdirSync(root);
-    return [
-      names,
-      ...names
-        .filter((name) => statSync(join(root, name)).isDirectory())
-        .flatMap((name) => directories(join(root, name))),
-    ];
-  };
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const lookAlikes = [
     't/TENA/s/run-1/seg/1',
@@ -186,25 +170,41 @@ describe('LocalObjectStore on layout 2', () => {
     't/tena/s/a/seg/1',
   ];
 
-  it('keeps look-alike keys in files no case-insensitive or Windows file system would merge', async () => {
-    for (const key of lookAlikes) await store.putIfAbsent(key, new TextEncoder().encode(key));
-    for (const names of directories(join(dir, 'objects'))) {
-      expect(new Set(names.map(fold)).size, names.join(' ')).toBe(names.length);
-      for (const name of names) expect(name).toBe(fold(name));
+  /** Writes `keys` as layout 2 wrote them (keyToPath), with LAYOUT = 2. */
+  const writeLayout2 = (keys: string[]) => {
+    for (const key of keys) {
+      const path = join(dir, 'objects', ...keyToPath(key));
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, key);
     }
-    for (const key of lookAlikes) {
-      expect(new TextDecoder().decode((await store.get(key))?.body)).toBe(key);
+    writeFileSync(join(dir, 'LAYOUT'), '2\n');
+  };
+
+  it('keeps every look-alike key apart, with its own bytes', async () => {
+    writeLayout2(lookAlikes);
+    const store = new LocalObjectStore({ dir });
+    try {
+      for (const key of lookAlikes) {
+        expect(new TextDecoder().decode((await store.get(key))?.body)).toBe(key);
+      }
+      const tenA = (await store.list('t/tenA/')).items.map((i) => i.key);
+      expect(tenA).toEqual(['t/tenA/s/run-1/seg/1']);
+      expect((await store.list('')).items.map((i) => i.key)).toEqual([...lookAlikes].sort());
+    } finally {
+      store.close();
     }
-    expect((await store.list('t/tenA/')).items.map((i) => i.key)).toEqual(['t/tenA/s/run-1/seg/1']);
-    expect((await store.list('')).items.map((i) => i.key)).toEqual([...lookAlikes].sort());
   });
 
-  it('lists only objects: a stray file or directory in the tree is not a key', async () => {
-    await store.putIfAbsent('t/A/x', new Uint8Array([1]));
-    const { mkdirSync, writeFileSync } = await import('node:fs');
+  it('moves only objects: a stray file or directory in the tree is not a key', async () => {
+    writeLayout2(['t/A/x']);
     writeFileSync(join(dir, 'objects', 't', '.DS_Store'), 'finder');
     mkdirSync(join(dir, 'objects', 't', 'A'));
     writeFileSync(join(dir, 'objects', 't', 'A', 'x#'), 'not the encoding of any key');
-    expect((await store.list('')).items.map((i) => i.key)).toEqual(['t/A/x']);
+    const store = new LocalObjectStore({ dir });
+    try {
+      expect((await store.list('')).items.map((i) => i.key)).toEqual(['t/A/x']);
+    } finally {
+      store.close();
+    }
   });
 });

@@ -1,18 +1,5 @@
-import { createHash } from 'node:crypto';
-import {
-  closeSync,
-  fsyncSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmdirSync,
-  rmSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import type Database from 'better-sqlite3';
 import { ConflictError, InvalidInputError, UnavailableError } from '../../domain/errors.js';
 import { type FaultInjector, type StoreOp, TransientFaultError } from '../../ports/faults.js';
 import {
@@ -27,100 +14,111 @@ import {
 import { checkObjectKey } from '../../ports/validate.js';
 import { type RetryOptions, withRetries } from '../retry.js';
 import { acquireDirLock } from './dir-lock.js';
-import { fsyncDir, mkdirDurable } from './durable-fs.js';
+import { mkdirDurable } from './durable-fs.js';
+import { DurableDatabase, DurableWriteError } from './durable-writer.js';
 import { ensureLayout, type LayoutResult } from './object-layout.js';
-import { keysWithPrefix, keyToPath } from './object-paths.js';
+import { etagOf, OBJECT_WRITES, OBJECTS_DB, openObjectsDb } from './objects-db.js';
 
 export interface LocalObjectStoreOptions {
   /**
-   * Data directory; created if missing. Holds `objects/` (object-paths.ts), `LAYOUT` (its
-   * version, object-layout.ts), `tmp/`, and the lock `LOCK.sqlite` (dir-lock.ts).
+   * Data directory; created if missing. Holds `objects.sqlite` (objects-db.ts), `LAYOUT` (its
+   * layout version, object-layout.ts) and the lock `LOCK.sqlite` (dir-lock.ts).
    */
   dir: string;
   faults?: FaultInjector;
   retry?: RetryOptions;
 }
 
-const RETRYABLE_FS_CODES = new Set(['EAGAIN', 'EBUSY', 'EINTR', 'EMFILE', 'ENFILE']);
-const errno = (err: unknown) => (err as NodeJS.ErrnoException).code;
+/** Another process holds SQLite's write lock past busy_timeout, or a transient I/O error. */
 const isRetryable = (err: unknown) =>
-  err instanceof TransientFaultError || RETRYABLE_FS_CODES.has(errno(err) ?? '');
+  err instanceof TransientFaultError ||
+  (err instanceof DurableWriteError && /^SQLITE_(BUSY|LOCKED)/.test(err.code ?? ''));
 
-const etagOf = (body: Uint8Array) => createHash('sha256').update(body).digest('hex');
+/** Characters a key may hold: a prefix with any other character matches no key. */
+const KEY_CHARS = /^[A-Za-z0-9!_.*'()\-/=:@+]*$/;
+/** Past every key: keys are printable ASCII, below 0x7f. */
+const KEY_END = '\x7f';
+/** How often a conditional put is tried again when the row changed under it. */
+const MAX_SWAPS = 64;
 
-const readIfPresent = (path: string): Uint8Array | undefined => {
-  try {
-    const buf = readFileSync(path);
-    return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-  } catch (err) {
-    if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return undefined;
-    throw err;
-  }
-};
+interface Row {
+  etag: string;
+  size: number;
+}
 
 /**
- * ObjectStore on the local file system: the embedded default, one machine, no AWS.
+ * ObjectStore on the local machine: the embedded default, one machine, no AWS.
  *
  * One process owns a data directory (a lock the kernel drops when it dies; see dir-lock.ts).
- * Opening it moves an older object layout to the current one first (object-layout.ts). Every
- * attempt runs synchronously, so no two calls of this process interleave: the check and the
- * write of a conditional put happen with nothing in between, which makes them atomic here.
+ * Opening it moves an older object layout to the current one first (object-layout.ts).
  *
- * putIfAbsent, durable and create-only:
- * 1. write the bytes to `tmp/<n>` and fsync it; a crash leaves only a temp file, removed on
- *    the next open;
- * 2. hard-link it at the object's path (fails if something is there: never overwrites) and
- *    fsync the parent directory; a crash before the fsync may lose the link: the write was
- *    never acknowledged, and a retry writes it again;
- * 3. unlink the temp file.
- * putIfMatch is the same with `rename` over the current file in step 2.
+ * Objects are rows of `objects.sqlite` (objects-db.ts). Reads run on this thread, on a
+ * connection of their own (SQLite WAL: a reader never waits for the writer). Writes go to the
+ * durable writer's thread (durable-writer.ts) and are committed there with the writes that
+ * arrive meanwhile, in one transaction (group commit); a put is answered once that
+ * transaction is durable (WAL, synchronous=FULL).
+ *
+ * putIfAbsent / putIfMatch: read the current etag here, decide, and send the write with the
+ * etag read (none for putIfAbsent) as its check; the writer applies it only if the row still
+ * has that etag, inside its transaction, so a conditional put is atomic. If it changed (a
+ * concurrent put of this process or another), read again and decide again.
  *
  * Methods are async so that a bad argument rejects the promise rather than throwing.
  */
 export class LocalObjectStore implements ObjectStore {
-  readonly #objects: string;
-  readonly #tmp: string;
+  readonly #db: Database.Database;
+  readonly #writer: DurableDatabase;
   readonly #faults: FaultInjector | undefined;
   readonly #retry: RetryOptions;
+  readonly #row: Database.Statement<[string], Row>;
+  readonly #body: Database.Statement<[string], StoredObject>;
+  readonly #list: Database.Statement<[ListParams], ObjectInfo>;
   #release: (() => void) | undefined;
-  #tmpCount = 0;
   /** What opening did to the layout (a migration, to be logged). */
   readonly layout: LayoutResult;
 
   constructor(options: LocalObjectStoreOptions) {
     const dir = resolve(options.dir);
-    this.#objects = join(dir, 'objects');
-    this.#tmp = join(dir, 'tmp');
     this.#faults = options.faults;
     this.#retry = options.retry ?? {};
     mkdirDurable(dir);
     const release = acquireDirLock(dir);
     try {
       this.layout = ensureLayout(dir);
-      // Left by a process that died mid-write; we own the directory now, so none is in use.
-      rmSync(this.#tmp, { recursive: true, force: true });
-      mkdirSync(this.#tmp);
+      this.#db = openObjectsDb(join(dir, OBJECTS_DB));
     } catch (err) {
       release();
       throw err;
     }
     this.#release = release;
+    this.#writer = new DurableDatabase(join(dir, OBJECTS_DB), OBJECT_WRITES, { lane: 'objects' });
+    this.#row = this.#db.prepare('SELECT etag, size FROM objects WHERE key = ?');
+    this.#body = this.#db.prepare('SELECT key, etag, size, body FROM objects WHERE key = ?');
+    // Keys are ASCII and SQLite compares TEXT bytewise: SQL order is byte order. The upper
+    // bound keeps a prefix's scan inside the prefix.
+    this.#list = this.#db.prepare(`
+      SELECT key, etag, size FROM objects
+      WHERE key > @after AND key >= @prefix AND key < @end
+      ORDER BY key LIMIT @limit`);
   }
 
   /** Releases the data directory. The store cannot be used afterwards. */
   close(): void {
-    this.#release?.();
+    if (!this.#release) return;
+    this.#release();
     this.#release = undefined;
+    this.#writer.close();
+    this.#db.close();
   }
 
-  #run<T>(op: StoreOp, body: () => T): Promise<T> {
+  #run<T>(op: StoreOp, body: () => T | Promise<T>): Promise<T> {
     if (!this.#release) return Promise.reject(new UnavailableError('object store is closed'));
     return withRetries(
       op,
       async () => {
         const fault = this.#faults?.take(op);
         if (fault && fault !== 'reply-lost') throw new TransientFaultError(fault, op);
-        const result = body();
+        const result = await body();
         if (fault === 'reply-lost') throw new TransientFaultError(fault, op);
         return result;
       },
@@ -129,140 +127,103 @@ export class LocalObjectStore implements ObjectStore {
     );
   }
 
-  #pathOf(key: string): string {
-    return join(this.#objects, ...keyToPath(key));
-  }
-
   async get(key: string): Promise<StoredObject | undefined> {
     checkObjectKey(key);
     return this.#run('get', () => {
-      const body = readIfPresent(this.#pathOf(key));
-      return body && { key, etag: etagOf(body), size: body.length, body };
+      const row = this.#body.get(key);
+      if (!row) return undefined;
+      const buf = row.body as unknown as Buffer;
+      const body = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+      return { key, etag: row.etag, size: row.size, body };
     });
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {
     checkObjectKey(key);
     return this.#run('head', () => {
-      const body = readIfPresent(this.#pathOf(key));
-      return body && { key, etag: etagOf(body), size: body.length };
+      const row = this.#row.get(key);
+      return row && { key, etag: row.etag, size: row.size };
     });
   }
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
-    const { after, limit = DEFAULT_LIST_LIMIT } = options;
+    const { after = '', limit = DEFAULT_LIST_LIMIT } = options;
     if (!Number.isInteger(limit) || limit < 1) {
       throw new InvalidInputError('list limit must be a positive integer');
     }
     return this.#run('list', () => {
-      // Keys are ASCII, so string order is byte order.
-      const keys = keysWithPrefix(this.#objects, prefix)
-        .filter((k) => after === undefined || k > after)
-        .sort();
-      const items: ObjectInfo[] = [];
-      for (const key of keys.slice(0, limit)) {
-        const body = readIfPresent(this.#pathOf(key));
-        if (body) items.push({ key, etag: etagOf(body), size: body.length });
-      }
+      if (!KEY_CHARS.test(prefix)) return { items: [] };
+      const end = prefix === '' ? KEY_END : prefixEnd(prefix);
+      const rows = this.#list.all({ after, prefix, end, limit: limit + 1 });
+      const items = rows.slice(0, limit).map((r) => ({ key: r.key, etag: r.etag, size: r.size }));
       const last = items.at(-1);
-      return keys.length > limit && last ? { items, next: last.key } : { items };
+      return rows.length > limit && last ? { items, next: last.key } : { items };
     });
   }
 
   async putIfAbsent(key: string, body: Uint8Array): Promise<PutResult> {
     checkObjectKey(key);
     const copy = body.slice();
-    return this.#run('putIfAbsent', () => {
-      const path = this.#pathOf(key);
-      const current = readIfPresent(path);
-      if (current) return this.#alreadyThere(key, current, copy);
-      const tmp = this.#writeTemp(copy);
-      try {
-        mkdirDurable(dirname(path));
-        try {
-          linkSync(tmp, path);
-        } catch (err) {
-          const raced = errno(err) === 'EEXIST' && readIfPresent(path);
-          if (raced) return this.#alreadyThere(key, raced, copy);
-          throw err;
-        }
-        fsyncDir(dirname(path));
-        return { etag: etagOf(copy), created: true };
-      } finally {
-        rmSync(tmp, { force: true });
-      }
-    });
+    return this.#run('putIfAbsent', () =>
+      this.#swap(key, copy, (current) => (current ? alreadyThere(key, current, copy) : null)),
+    );
   }
 
   async putIfMatch(key: string, body: Uint8Array, etag: string): Promise<PutResult> {
     checkObjectKey(key);
     const copy = body.slice();
-    return this.#run('putIfMatch', () => {
-      const path = this.#pathOf(key);
-      const current = readIfPresent(path);
-      if (!current) throw new ConflictError(`no object at ${key} to replace`);
-      if (etagOf(current) !== etag) return this.#alreadyThere(key, current, copy);
-      const tmp = this.#writeTemp(copy);
-      try {
-        renameSync(tmp, path);
-      } catch (err) {
-        rmSync(tmp, { force: true });
-        throw err;
-      }
-      fsyncDir(dirname(path));
-      return { etag: etagOf(copy), created: true };
-    });
+    return this.#run('putIfMatch', () =>
+      this.#swap(key, copy, (current) => {
+        if (!current) throw new ConflictError(`no object at ${key} to replace`);
+        return current.etag === etag ? current.etag : alreadyThere(key, current, copy);
+      }),
+    );
   }
 
-  /** The same bytes already stored is an earlier attempt of this write, not a conflict. */
-  #alreadyThere(key: string, current: Uint8Array, body: Uint8Array): PutResult {
-    const etag = etagOf(current);
-    if (Buffer.from(current).equals(body)) return { etag, created: false };
-    throw new ConflictError<ObjectInfo>(`object ${key} holds other bytes`, {
-      key,
-      etag,
-      size: current.length,
-    });
+  /**
+   * Writes `body` at `key` if `decide`, given the row read now, answers the etag the row must
+   * still have (null: no row); an answer that is a PutResult is the call's result, unwritten.
+   */
+  async #swap(
+    key: string,
+    body: Uint8Array,
+    decide: (current: StoredObject | undefined) => string | null | PutResult,
+  ): Promise<PutResult> {
+    const etag = etagOf(body);
+    for (let round = 0; round < MAX_SWAPS; round++) {
+      const expected = decide(this.#body.get(key));
+      if (expected !== null && typeof expected === 'object') return expected;
+      const outcome = await this.#writer.write({
+        checks: [[[key], expected]],
+        writes: [['upsert', [key, etag, body.length, body]]],
+      });
+      if (outcome.ok) return { etag, created: true };
+    }
+    throw new UnavailableError(`object ${key} kept changing: ${MAX_SWAPS} puts raced`);
   }
 
   async delete(key: string): Promise<void> {
     checkObjectKey(key);
-    return this.#run('delete', () => {
-      const path = this.#pathOf(key);
-      try {
-        unlinkSync(path);
-      } catch (err) {
-        if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return;
-        throw err;
-      }
-      fsyncDir(dirname(path));
-      this.#pruneEmptyDirs(dirname(path));
+    return this.#run('delete', async () => {
+      await this.#writer.write({ checks: [], writes: [['remove', [key]]] });
     });
   }
-
-  #writeTemp(body: Uint8Array): string {
-    const tmp = join(this.#tmp, `${process.pid}-${++this.#tmpCount}`);
-    const fd = openSync(tmp, 'wx');
-    try {
-      for (let off = 0; off < body.length; ) off += writeSync(fd, body, off, body.length - off);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    return tmp;
-  }
-
-  /** Removes directories emptied by a delete, up to (not including) `objects/`. */
-  #pruneEmptyDirs(dir: string): void {
-    for (let d = dir; d.startsWith(this.#objects) && d !== this.#objects; d = dirname(d)) {
-      // rmdir refuses a directory that is not empty: no listing (O(entries)) per delete.
-      try {
-        rmdirSync(d);
-      } catch (err) {
-        const code = errno(err);
-        if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return;
-        throw err;
-      }
-    }
-  }
 }
+
+/** The same bytes already stored is an earlier attempt of this write, not a conflict. */
+const alreadyThere = (key: string, current: StoredObject, body: Uint8Array): PutResult => {
+  const { etag, size } = current;
+  if (Buffer.from(current.body).equals(body)) return { etag, created: false };
+  throw new ConflictError<ObjectInfo>(`object ${key} holds other bytes`, { key, etag, size });
+};
+
+interface ListParams {
+  after: string;
+  prefix: string;
+  end: string;
+  limit: number;
+}
+
+/** The least string above every string starting with `prefix` (ASCII, non-empty). */
+const prefixEnd = (prefix: string): string =>
+  prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);

@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { ConflictError, InvalidInputError } from '../../domain/errors.js';
+import { ConflictError, InvalidInputError, UnavailableError } from '../../domain/errors.js';
 import { type Clock, systemClock } from '../../ports/clock.js';
 import { applyUpdate, conditionsHold, isExpired } from '../../ports/conditions.js';
 import { type FaultInjector, type StoreOp, TransientFaultError } from '../../ports/faults.js';
@@ -25,6 +25,14 @@ import {
 import { deleteApplied, putApplied, updateApplied } from '../already-applied.js';
 import { type RetryOptions, withRetries } from '../retry.js';
 import { mkdirDurable } from './durable-fs.js';
+import {
+  type Check,
+  DurableDatabase,
+  type DurableWrite,
+  DurableWriteError,
+  type Write,
+  type WriteOutcome,
+} from './durable-writer.js';
 
 export interface LocalRecordStoreOptions {
   /** SQLite database file (its directory is created if missing), or ':memory:'. */
@@ -45,20 +53,34 @@ const SCHEMA = `
     PRIMARY KEY (pk, sk)
   ) WITHOUT ROWID`;
 
-/** Another connection (maybe another process) holds the lock past busy_timeout. */
+/** Another connection (maybe another process) holds the write lock past busy_timeout. */
 const isBusy = (err: unknown) =>
-  err instanceof Database.SqliteError && /^SQLITE_(BUSY|LOCKED)/.test(err.code);
+  (err instanceof Database.SqliteError || err instanceof DurableWriteError) &&
+  /^SQLITE_(BUSY|LOCKED)/.test(err.code ?? '');
 const isRetryable = (err: unknown) => err instanceof TransientFaultError || isBusy(err);
 
 const keyOfOp = (op: TransactOp): ItemKey => (op.kind === 'put' ? op.item : op.key);
+
+/** How often a write is decided again when an item it read changed before it landed. */
+const MAX_SWAPS = 64;
+
+/** The writes one call decides on, given the items stored now (read together). */
+type Decision<T> = { writes: Write[]; result: T };
 
 /**
  * RecordStore on SQLite (better-sqlite3): the embedded default, one machine, no AWS.
  *
  * Durability: WAL with `synchronous = FULL`, so a write is on disk when the call returns
- * (NORMAL may lose the last commits on power loss). Each conditional write reads the current
- * row, evaluates its conditions and writes inside one `BEGIN IMMEDIATE` transaction, so it is
- * atomic against other calls and against other processes sharing the file.
+ * (NORMAL may lose the last commits on power loss). Writes run on the durable writer's thread
+ * (durable-writer.ts), committed together with the writes that arrive meanwhile (group
+ * commit); reads run here, on a connection of their own, and never wait for the writer.
+ *
+ * A conditional write reads the items it touches here, in one read transaction (a consistent
+ * snapshot), evaluates its conditions, and sends its writes with the bodies it read as
+ * checks; the writer applies them only if those items are unchanged, inside its transaction
+ * (BEGIN IMMEDIATE: atomic against this process and other processes sharing the file). If
+ * one changed, the write is decided again on a fresh read. A failed condition is decided on
+ * the snapshot: answered here, without a write.
  *
  * Items are stored whole as JSON in `body`; `ttl` is copied to its own column so reads can
  * skip expired items in SQL. Expired items stay visible to conditions until `purgeExpired`
@@ -66,24 +88,25 @@ const keyOfOp = (op: TransactOp): ItemKey => (op.kind === 'put' ? op.item : op.k
  */
 export class LocalRecordStore implements RecordStore {
   readonly #db: Database.Database;
+  readonly #writer: DurableDatabase | undefined;
   readonly #clock: Clock;
   readonly #faults: FaultInjector | undefined;
   readonly #retry: RetryOptions;
   readonly #select: Database.Statement<[string, string], string>;
-  readonly #upsert: Database.Statement<[string, string, number | null, string]>;
-  readonly #remove: Database.Statement<[string, string]>;
   readonly #query: Database.Statement<[QueryParams], string>;
-  readonly #purge: Database.Statement<[number]>;
-  readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
+  readonly #snapshot: Database.Transaction<(keys: ItemKey[]) => Array<string | undefined>>;
+  readonly #memoryWrites: Record<string, Database.Statement>;
 
   constructor(options: LocalRecordStoreOptions) {
-    if (options.path !== ':memory:') mkdirDurable(dirname(resolve(options.path)));
+    const inMemory = options.path === ':memory:';
+    if (!inMemory) mkdirDurable(dirname(resolve(options.path)));
     this.#clock = options.clock ?? systemClock;
     this.#faults = options.faults;
     this.#retry = options.retry ?? {};
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     const db = new Database(options.path);
     this.#db = db;
-    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.exec(SCHEMA);
@@ -91,10 +114,6 @@ export class LocalRecordStore implements RecordStore {
       'SELECT body FROM items WHERE pk = ? AND sk = ?',
     );
     this.#select.pluck();
-    this.#upsert = db.prepare(
-      'INSERT OR REPLACE INTO items (pk, sk, ttl, body) VALUES (?, ?, ?, ?)',
-    );
-    this.#remove = db.prepare('DELETE FROM items WHERE pk = ? AND sk = ?');
     // `sk >= @prefix` lets the primary key index start at the prefix.
     this.#query = db.prepare<[QueryParams], string>(`
       SELECT body FROM items
@@ -103,25 +122,50 @@ export class LocalRecordStore implements RecordStore {
         AND (ttl IS NULL OR ttl * 1000 > @now)
       ORDER BY sk LIMIT @limit`);
     this.#query.pluck();
-    this.#purge = db.prepare('DELETE FROM items WHERE ttl IS NOT NULL AND ttl * 1000 <= ?');
-    this.#tx = db.transaction((fn: () => unknown) => fn());
-    this.purgeExpired();
+    this.#snapshot = db.transaction((keys: ItemKey[]) =>
+      keys.map((k) => this.#select.get(k.pk, k.sk)),
+    );
+    // An in-memory database is this connection's alone: its writes run here.
+    this.#memoryWrites = inMemory
+      ? Object.fromEntries(Object.entries(RECORD_WRITES).map(([n, sql]) => [n, db.prepare(sql)]))
+      : {};
+    this.#writer = inMemory
+      ? undefined
+      : new DurableDatabase(resolve(options.path), RECORD_WRITES, {
+          lane: 'records',
+          busyTimeoutMs,
+        });
+    // On open, before any other write of ours: one synchronous write is fine here.
+    db.prepare(RECORD_WRITES.purge).run(this.#clock.now());
   }
 
   close(): void {
+    this.#writer?.close();
     this.#db.close();
   }
 
   /** Physically removes items whose ttl has passed; returns how many. */
-  purgeExpired(): number {
-    return this.#purge.run(this.#clock.now()).changes;
+  async purgeExpired(): Promise<number> {
+    const now = this.#clock.now();
+    const outcome = await this.#send({ checks: [], writes: [['purge', [now]]] });
+    return outcome.ok ? outcome.changes : 0;
+  }
+
+  #send(write: DurableWrite): Promise<WriteOutcome> {
+    if (this.#writer) return this.#writer.write(write);
+    // In memory: no other connection can change an item between the read and the write.
+    let changes = 0;
+    for (const [name, params] of write.writes) {
+      changes += (this.#memoryWrites[name] as Database.Statement).run(...params).changes;
+    }
+    return Promise.resolve({ ok: true, changes });
   }
 
   /**
    * Runs one attempt at a time; `retried` tells an attempt that an earlier one failed
    * transiently, so a failed condition may be its own earlier write (reply lost).
    */
-  #run<T>(op: StoreOp, body: (retried: boolean) => T): Promise<T> {
+  #run<T>(op: StoreOp, body: (retried: boolean) => T | Promise<T>): Promise<T> {
     let attempts = 0;
     return withRetries(
       op,
@@ -129,7 +173,7 @@ export class LocalRecordStore implements RecordStore {
         const retried = attempts++ > 0;
         const fault = this.#faults?.take(op);
         if (fault && fault !== 'reply-lost') throw new TransientFaultError(fault, op);
-        const result = body(retried);
+        const result = await body(retried);
         if (fault === 'reply-lost') throw new TransientFaultError(fault, op);
         return result;
       },
@@ -138,20 +182,23 @@ export class LocalRecordStore implements RecordStore {
     );
   }
 
-  #atomically<T>(fn: () => T): T {
-    return this.#tx.immediate(fn) as T;
-  }
-
-  #stored(key: ItemKey): Item | undefined {
-    const body = this.#select.get(key.pk, key.sk);
-    return body === undefined ? undefined : (JSON.parse(body) as Item);
-  }
-
-  /** Writes the item and returns it as stored (JSON drops `undefined` attributes). */
-  #write(item: Item): Item {
-    const body = JSON.stringify(item);
-    this.#upsert.run(item.pk, item.sk, typeof item.ttl === 'number' ? item.ttl : null, body);
-    return JSON.parse(body) as Item;
+  /**
+   * Reads `keys` together, lets `decide` choose the writes, and sends them checked against
+   * what was read; decides again if an item changed before they landed.
+   */
+  async #swap<T>(keys: ItemKey[], decide: (currents: Array<Item | undefined>) => Decision<T>) {
+    for (let round = 0; round < MAX_SWAPS; round++) {
+      const bodies =
+        keys.length === 1
+          ? [this.#select.get(keys[0]?.pk ?? '', keys[0]?.sk ?? '')]
+          : this.#snapshot(keys);
+      const { writes, result } = decide(bodies.map(parseItem));
+      if (writes.length === 0) return result;
+      const checks: Check[] = keys.map((k, i) => [[k.pk, k.sk], bodies[i] ?? null]);
+      const outcome = await this.#send({ checks, writes });
+      if (outcome.ok) return result;
+    }
+    throw new UnavailableError(`records kept changing: ${MAX_SWAPS} writes raced`);
   }
 
   #conflict(what: string, key: ItemKey, current: Item | undefined, index?: number) {
@@ -165,7 +212,7 @@ export class LocalRecordStore implements RecordStore {
   async get(key: ItemKey): Promise<Item | undefined> {
     checkItemKey(key);
     return this.#run('get', () => {
-      const item = this.#stored(key);
+      const item = parseItem(this.#select.get(key.pk, key.sk));
       return item && !isExpired(item, this.#clock.now()) ? item : undefined;
     });
   }
@@ -174,13 +221,12 @@ export class LocalRecordStore implements RecordStore {
     checkItem(item);
     checkConditions(options.conditions);
     return this.#run('put', (retried) =>
-      this.#atomically(() => {
-        const current = this.#stored(item);
+      this.#swap([item], ([current]) => {
         if (!conditionsHold(current, options.conditions)) {
-          if (retried && putApplied(current, item)) return;
+          if (retried && putApplied(current, item)) return { writes: [], result: undefined };
           throw this.#conflict('put', item, current);
         }
-        this.#write(item);
+        return { writes: [upsert(item).write], result: undefined };
       }),
     );
   }
@@ -190,13 +236,15 @@ export class LocalRecordStore implements RecordStore {
     checkUpdate(update);
     checkConditions(options.conditions);
     return this.#run('update', (retried) =>
-      this.#atomically(() => {
-        const current = this.#stored(key);
+      this.#swap([key], ([current]) => {
         if (!conditionsHold(current, options.conditions)) {
-          if (retried && current && updateApplied(current, update)) return current;
+          if (retried && current && updateApplied(current, update)) {
+            return { writes: [], result: current };
+          }
           throw this.#conflict('update', key, current);
         }
-        return this.#write(applyUpdate(key, current, update));
+        const { write, stored } = upsert(applyUpdate(key, current, update));
+        return { writes: [write], result: stored };
       }),
     );
   }
@@ -205,13 +253,12 @@ export class LocalRecordStore implements RecordStore {
     checkItemKey(key);
     checkConditions(options.conditions);
     return this.#run('delete', (retried) =>
-      this.#atomically(() => {
-        const current = this.#stored(key);
+      this.#swap([key], ([current]) => {
         if (!conditionsHold(current, options.conditions)) {
-          if (retried && deleteApplied(current)) return;
+          if (retried && deleteApplied(current)) return { writes: [], result: undefined };
           throw this.#conflict('delete', key, current);
         }
-        this.#remove.run(key.pk, key.sk);
+        return { writes: [remove(key)], result: undefined };
       }),
     );
   }
@@ -219,19 +266,24 @@ export class LocalRecordStore implements RecordStore {
   async transact(ops: TransactOp[]): Promise<void> {
     checkTransaction(ops);
     return this.#run('transact', (retried) =>
-      this.#atomically(() => {
-        const currents = ops.map((op) => this.#stored(keyOfOp(op)));
+      this.#swap(ops.map(keyOfOp), (currents) => {
         const failed = ops.findIndex((op, i) => !conditionsHold(currents[i], op.conditions));
         if (failed >= 0) {
-          if (retried && ops.every((op, i) => applied(op, currents[i]))) return;
+          if (retried && ops.every((op, i) => applied(op, currents[i]))) {
+            return { writes: [], result: undefined };
+          }
           const op = ops[failed] as TransactOp;
           throw this.#conflict(`transaction op ${failed}`, keyOfOp(op), currents[failed], failed);
         }
-        ops.forEach((op, i) => {
-          if (op.kind === 'put') this.#write(op.item);
-          else if (op.kind === 'update') this.#write(applyUpdate(op.key, currents[i], op.update));
-          else if (op.kind === 'delete') this.#remove.run(op.key.pk, op.key.sk);
+        const writes = ops.flatMap((op, i): Write[] => {
+          if (op.kind === 'put') return [upsert(op.item).write];
+          if (op.kind === 'update')
+            return [upsert(applyUpdate(op.key, currents[i], op.update)).write];
+          if (op.kind === 'delete') return [remove(op.key)];
+          return [];
         });
+        // Only checks: the snapshot they were evaluated on is the answer.
+        return { writes, result: undefined };
       }),
     );
   }
@@ -250,6 +302,25 @@ export class LocalRecordStore implements RecordStore {
     });
   }
 }
+
+const RECORD_WRITES = {
+  check: 'SELECT body FROM items WHERE pk = ? AND sk = ?',
+  upsert: 'INSERT OR REPLACE INTO items (pk, sk, ttl, body) VALUES (?, ?, ?, ?)',
+  remove: 'DELETE FROM items WHERE pk = ? AND sk = ?',
+  purge: 'DELETE FROM items WHERE ttl IS NOT NULL AND ttl * 1000 <= ?',
+};
+
+const parseItem = (body: string | undefined): Item | undefined =>
+  body === undefined ? undefined : (JSON.parse(body) as Item);
+
+/** The write storing `item`, and the item as stored (JSON drops `undefined` attributes). */
+const upsert = (item: Item): { write: Write; stored: Item } => {
+  const body = JSON.stringify(item);
+  const ttl = typeof item.ttl === 'number' ? item.ttl : null;
+  return { write: ['upsert', [item.pk, item.sk, ttl, body]], stored: JSON.parse(body) as Item };
+};
+
+const remove = (key: ItemKey): Write => ['remove', [key.pk, key.sk]];
 
 interface QueryParams {
   pk: string;

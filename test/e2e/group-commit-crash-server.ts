@@ -1,0 +1,41 @@
+import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
+import { createEmbedded } from '../../functions/wiring/embedded.js';
+import { durableWriterTestHooks } from '../../shared/adapters/local/durable-writer.js';
+import { parseSettings } from '../../shared/config/settings.js';
+
+/**
+ * The embedded server (as functions/server.ts wires it: same stores, same admission of
+ * appends), for group-commit-crash.test.ts. It listens on port 0 and prints
+ * `listening <port>`. With CRASH_AT and CRASH_AFTER it kills itself with SIGKILL at the
+ * CRASH_AFTER-th transaction of the durable writer that applied two writes or more, as its
+ * answers arrive, before any of them is delivered (durable-writer.ts's test hook):
+ *
+ * - `segments`: a transaction of the objects' lane. The segments of its appends are durable,
+ *   their commits not sent: the crash between the files and the transaction, for a batch
+ *   (append.ts, 2b).
+ * - `commits`: a transaction of the records' lane. The commits of its appends are durable,
+ *   none answered (3c).
+ */
+
+const at = process.env.CRASH_AT;
+const lane = at === 'segments' ? 'objects' : at === 'commits' ? 'records' : undefined;
+const after = Number(process.env.CRASH_AFTER ?? '1');
+let passed = 0;
+if (lane) {
+  durableWriterTestHooks.durable = (of, applied) => {
+    if (of === lane && applied >= 2 && ++passed === after) process.kill(process.pid, 'SIGKILL');
+  };
+}
+const embedded = createEmbedded(parseSettings(process.env));
+const server = createAdaptorServer({ fetch: embedded.fetch });
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
+});
+process.on('SIGTERM', () => {
+  server.close(() => {
+    embedded.close();
+    process.exit(0);
+  });
+  if ('closeAllConnections' in server) server.closeAllConnections();
+});
