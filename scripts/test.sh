@@ -25,4 +25,4 @@ echo '[test] vitest run (with S3 and DynamoDB endpoints)' >&2
 bash scripts/with-aws.sh npx vitest run "$@"
 
 echo '[test] LangGraph checkpoint validation suite (its own vitest config: globals)' >&2
-exec npx vitest run -c test/langgraph/vitest.config.ts
+exec bash scripts/with-aws.sh npx vitest run -c test/langgraph/vitest.config.ts

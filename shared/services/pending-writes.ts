@@ -57,7 +57,10 @@ const toWrite = (item: Item): PendingWrite => ({
   taskPath: String(item.taskPath),
   idx: Number(item.idx),
   channel: String(item.channel),
-  value: (item.value ?? null) as JsonValue,
+  // As text (see labels.ts: DynamoDB maps refuse empty keys); `value` in older records.
+  value: (typeof item.valueJson === 'string'
+    ? JSON.parse(item.valueJson)
+    : (item.value ?? null)) as JsonValue,
 });
 
 export class PendingWrites {
@@ -96,7 +99,7 @@ export class PendingWrites {
           taskPath: task.taskPath,
           idx: w.idx,
           channel: w.channel,
-          value: w.value,
+          valueJson: JSON.stringify(w.value),
         };
         if (w.idx < 0) {
           await records.put(item);

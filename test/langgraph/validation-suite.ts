@@ -1,0 +1,39 @@
+import { deltaChannelHistoryTests, validate } from '@langchain/langgraph-checkpoint-validation';
+import { it } from 'vitest';
+import { HefestoSaver } from '../../packages/langgraph/src/index.js';
+import { type Backend, type BackendKind, ROOT } from './backends.js';
+
+/**
+ * LangGraph's conformance suite (@langchain/langgraph-checkpoint-validation 1.1.1) against one
+ * backend, under a checkpointer name of its own per backend (so the changed-channels test,
+ * skipped for MemorySaver and SqliteSaver, runs, and the two runs' names stay distinct), plus
+ * the opt-in DeltaChannel history tests. Each checkpointer gets a stream prefix of its own:
+ * `list` without a thread id lists every thread of the saver, and the suite counts them
+ * exactly.
+ */
+export const validateOn = (kind: BackendKind): void => {
+  if (!kind.available) {
+    it.skip(`HefestoSaver (${kind.name}): no endpoints (run inside scripts/with-aws.sh)`);
+    return;
+  }
+  let backend: Backend | undefined;
+  let n = 0;
+  const initializer = {
+    checkpointerName: `HefestoSaver (${kind.name})`,
+    beforeAllTimeout: 60_000,
+    async beforeAll() {
+      backend = await kind.start();
+    },
+    async afterAll() {
+      await backend?.stop();
+    },
+    createCheckpointer: () =>
+      new HefestoSaver({
+        baseUrl: backend?.url ?? '',
+        apiKey: ROOT,
+        prefix: `v${process.pid}-${++n}`,
+      }),
+  };
+  validate(initializer);
+  deltaChannelHistoryTests(initializer);
+};
