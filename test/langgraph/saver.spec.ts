@@ -1,3 +1,5 @@
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
+import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoSaver } from '../../packages/langgraph/src/index.js';
 import { type Backend, backends, ROOT } from './backends.js';
@@ -57,5 +59,33 @@ describe.each(backends.filter((b) => b.available))('HefestoSaver on $name', (kin
       { op: 'set', path: '/values/messages/j/-', value: 'm3' },
     ]);
     expect(config.configurable?.checkpoint_ns).toBe('a|b');
+  });
+
+  it('runs a graph under each durability mode (async: writes wait for their checkpoint)', async () => {
+    for (const durability of ['async', 'sync', 'exit'] as const) {
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode('model', (st) => ({ messages: [new AIMessage(`n${st.messages.length}`)] }))
+        .addNode('tool', (st) => ({ messages: [new AIMessage(`t${st.messages.length}`)] }))
+        .addEdge(START, 'model')
+        .addEdge('model', 'tool')
+        .addEdge('tool', END)
+        .compile({ checkpointer: saver(`dur-${durability}`) });
+      const config = { configurable: { thread_id: 'd' }, durability };
+      for (const text of ['a', 'b', 'c']) {
+        await graph.invoke({ messages: [new HumanMessage(text)] }, config);
+      }
+      const state = await graph.getState({ configurable: { thread_id: 'd' } });
+      expect(state.values.messages.map((m: { content: unknown }) => m.content)).toEqual([
+        'a',
+        'n1',
+        't2',
+        'b',
+        'n4',
+        't5',
+        'c',
+        'n7',
+        't8',
+      ]);
+    }
   });
 });

@@ -6,3 +6,4 @@
 
 export { HefestoSaver, type HefestoSaverOptions, StaleThreadError } from './hefesto-saver.js';
 export { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
+export { ThreadFencedError, type ThreadLeaseOptions } from './thread-leases.js';
