@@ -9,17 +9,19 @@ import { type Backend, type BackendKind, ROOT } from './backends.js';
  * skipped for MemorySaver and SqliteSaver, runs, and the two runs' names stay distinct), plus
  * the opt-in DeltaChannel history tests. Each checkpointer gets a stream prefix of its own:
  * `list` without a thread id lists every thread of the saver, and the suite counts them
- * exactly.
+ * exactly. With `exclusive`, every checkpointer also leases the threads it touches (one
+ * owner per checkpointer): the suite then shows the leased saver is a conformant one too.
  */
-export const validateOn = (kind: BackendKind): void => {
+export const validateOn = (kind: BackendKind, options: { exclusive?: boolean } = {}): void => {
+  const name = `HefestoSaver (${kind.name}${options.exclusive ? ', exclusive' : ''})`;
   if (!kind.available) {
-    it.skip(`HefestoSaver (${kind.name}): no endpoints (run inside scripts/with-aws.sh)`);
+    it.skip(`${name}: no endpoints (run inside scripts/with-aws.sh)`);
     return;
   }
   let backend: Backend | undefined;
   let n = 0;
   const initializer = {
-    checkpointerName: `HefestoSaver (${kind.name})`,
+    checkpointerName: name,
     beforeAllTimeout: 60_000,
     async beforeAll() {
       backend = await kind.start();
@@ -32,6 +34,7 @@ export const validateOn = (kind: BackendKind): void => {
         baseUrl: backend?.url ?? '',
         apiKey: ROOT,
         prefix: `v${process.pid}-${++n}`,
+        exclusive: options.exclusive ?? false,
       }),
   };
   validate(initializer);
