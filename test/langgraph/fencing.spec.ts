@@ -165,6 +165,11 @@ describe.each(backends.filter((b) => b.available))('two workers one thread on $n
     await next.saver.getTuple({ configurable: { thread_id: 't' } });
     slow.open();
     await expect(slow.run).rejects.toMatchObject({ code: 'ErrFenced' });
+    // Its task writes are fenced too: nothing of it lands on the checkpoint `next` runs from.
+    const head = await next.saver.getTuple({ configurable: { thread_id: 't' } });
+    await expect(
+      old.saver.putWrites(head?.config ?? {}, [['messages', 'late']], 'stale-task'),
+    ).rejects.toMatchObject({ code: 'ErrFenced' });
     await next.invoke('t', 'from new');
     const state = await next.graph.getState({ configurable: { thread_id: 't' } });
     expect(texts(state.values)).toEqual(['from old', 'from new', 'new answers 2']);

@@ -258,6 +258,34 @@ describe.each(allStores.filter((f) => f.enabled))('checkpoint labels (v2) on $na
         pw.put(T, S, 'nope', { taskId: 't', taskPath: '', writes: [w(0, 1)] }),
       ).rejects.toBeInstanceOf(NotFoundError);
     });
+    it('fences pending writes: a stale epoch, or no token while leased exclusively, writes nothing', async () => {
+      await cp([set('/a', 1)], { label: 'c1' });
+      const pw = world.ledger.pendingWrites;
+      const w = (idx: number) => ({ idx, channel: 'ch', value: `v${idx}` as never });
+      const old = await world.ledger.leases.acquire(T, S, 'w1', 60_000);
+      expect(
+        await pw.put(T, S, 'c1', { taskId: 'a', taskPath: '', writes: [w(0)] }, old.epoch),
+      ).toEqual({ written: 1 });
+      const next = await world.ledger.leases.acquire(T, S, 'w1', 60_000); // a restart: epoch + 1
+      for (const fence of [old.epoch, undefined]) {
+        await expect(
+          pw.put(T, S, 'c1', { taskId: 'b', taskPath: '', writes: [w(0), w(-1)] }, fence),
+        ).rejects.toMatchObject({ code: 'ErrFenced' });
+      }
+      expect(
+        await pw.put(T, S, 'c1', { taskId: 'a', taskPath: '', writes: [w(0), w(1)] }, next.epoch),
+      ).toEqual({ written: 1 });
+      const got = await pw.list(T, S, 'c1');
+      expect(got.map((x) => [x.taskId, x.idx])).toEqual([
+        ['a', 0],
+        ['a', 1],
+      ]);
+      // Another stream of the tenant is not leased: no token needed there.
+      await cp([set('/a', 1)], { label: 'd1' }, 'thread-2');
+      expect(
+        await pw.put(T, 'thread-2', 'd1', { taskId: 'a', taskPath: '', writes: [w(0)] }),
+      ).toEqual({ written: 1 });
+    });
   });
 
   describe('stream list and deletion', () => {
