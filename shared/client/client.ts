@@ -376,7 +376,11 @@ export class HefestoClient {
   ): Promise<{ written: number }> {
     const path = `/v1/streams/${enc(streamId)}/checkpoints/${enc(label)}/writes`;
     return (
-      await this.#http.call<{ written: number }>('POST', path, { body: task, repeatable: true })
+      await this.#http.call<{ written: number }>('POST', path, {
+        body: task,
+        repeatable: true,
+        fence: this.#fences.get(streamId),
+      })
     ).body;
   }
 

@@ -107,7 +107,11 @@ export const labelOps = (
     const p = event.payload() as LabelledPayload | null;
     if (typeof p?.label !== 'string' || typeof p.stateDigest !== 'string') continue;
     const parentLabel = typeof p.parentLabel === 'string' ? p.parentLabel : undefined;
-    const shared = optional({ meta: p.meta, parentLabel });
+    // Client JSON is kept as text: DynamoDB refuses an empty key in a map (LangGraph's
+    // `parents` is keyed by namespace, the root one being ""), nests at most 32 deep and
+    // rounds numbers past 38 digits. Readers also accept the `meta` map of older records.
+    const metaJson = p.meta === undefined ? undefined : JSON.stringify(p.meta);
+    const shared = optional({ metaJson, parentLabel });
     ops.push({
       kind: 'put',
       item: {
@@ -135,11 +139,18 @@ export const labelOps = (
   return ops;
 };
 
+const metaOf = (item: Item): { meta?: JsonValue } =>
+  typeof item.metaJson === 'string'
+    ? { meta: JSON.parse(item.metaJson) as JsonValue }
+    : item.meta === undefined
+      ? {}
+      : { meta: item.meta as JsonValue };
+
 export const toLabel = (item: Item): LabelRecord => ({
   label: String(item.label),
   seq: Number(item.seq),
   stateDigest: String(item.stateDigest),
-  ...(item.meta === undefined ? {} : { meta: item.meta }),
+  ...metaOf(item),
   ...(typeof item.parentLabel === 'string' ? { parentLabel: item.parentLabel } : {}),
   ...(typeof item.parentSeq === 'number' ? { parentSeq: item.parentSeq } : {}),
   createdAt: Number(item.createdAt),
@@ -148,7 +159,7 @@ export const toLabel = (item: Item): LabelRecord => ({
 const toEntry = (item: Item): CheckpointEntry => ({
   label: String(item.label),
   seq: Number(item.seq),
-  ...(item.meta === undefined ? {} : { meta: item.meta }),
+  ...metaOf(item),
   ...(typeof item.parentLabel === 'string' ? { parentLabel: item.parentLabel } : {}),
 });
 

@@ -1,8 +1,10 @@
 import type { JsonValue } from '../domain/canonical.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js';
+import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { labelKey } from './labels.js';
 import { pad16, streamPk } from './layout.js';
+import { fenceError, leaseGuard } from './leases.js';
 import type { Reader } from './reader.js';
 
 /**
@@ -22,6 +24,10 @@ import type { Reader } from './reader.js';
  * the same writes, or a stale worker's, changes nothing), unconditional for the negative
  * indexes of special channels (errors, interrupts: last wins). So a retried call is
  * exactly-once without an idempotency key. Deleted with the stream.
+ *
+ * Fenced like every other write: each put is a transaction with the stream's lease guard
+ * (the writer's epoch when it sends one, else "no exclusive lease held now"), so a worker
+ * that lost its lease cannot add writes to a checkpoint its successor runs from.
  */
 
 export const MAX_TASK_BYTES = 200;
@@ -57,11 +63,14 @@ const toWrite = (item: Item): PendingWrite => ({
   taskPath: String(item.taskPath),
   idx: Number(item.idx),
   channel: String(item.channel),
-  value: (item.value ?? null) as JsonValue,
+  // As text (see labels.ts: DynamoDB maps refuse empty keys); `value` in older records.
+  value: (typeof item.valueJson === 'string'
+    ? JSON.parse(item.valueJson)
+    : (item.value ?? null)) as JsonValue,
 });
 
 export class PendingWrites {
-  constructor(readonly deps: { records: RecordStore; reader: Reader }) {}
+  constructor(readonly deps: { records: RecordStore; reader: Reader; clock: Clock }) {}
 
   /** The stream must exist (not deleted) and hold the label. */
   async #checkLabel(tenant: string, stream: string, label: string): Promise<void> {
@@ -76,6 +85,7 @@ export class PendingWrites {
     stream: string,
     label: string,
     task: { taskId: string; taskPath: string; writes: PendingWriteInput[] },
+    fence?: number,
   ): Promise<{ written: number }> {
     checkTask(task.taskId, 'taskId');
     checkTask(task.taskPath, 'taskPath');
@@ -96,18 +106,24 @@ export class PendingWrites {
           taskPath: task.taskPath,
           idx: w.idx,
           channel: w.channel,
-          value: w.value,
+          valueJson: JSON.stringify(w.value),
         };
-        if (w.idx < 0) {
-          await records.put(item);
-          return 1;
-        }
+        const now = this.deps.clock.now();
+        const guard = leaseGuard(
+          tenant,
+          stream,
+          fence === undefined ? undefined : { epoch: fence, checkpoint: false },
+          now,
+        );
+        const conditions = w.idx < 0 ? [] : [{ op: 'notExists' as const }];
         try {
-          await records.put(item, { conditions: [{ op: 'notExists' }] });
+          await records.transact([{ kind: 'put', item, conditions }, guard]);
           return 1;
         } catch (err) {
-          if (err instanceof ConflictError) return 0; // written before: insert-once
-          throw err;
+          if (!(err instanceof ConflictError)) throw err;
+          if (err.index === 1)
+            throw fenceError(err.current as Item | undefined, { epoch: fence }, now);
+          return 0; // written before: insert-once
         }
       }),
     );

@@ -1,5 +1,12 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -238,7 +245,10 @@ describe('installable packages', () => {
         langgraphExports: [
           'HefestoSaver',
           'StaleThreadError',
+          'ThreadFencedError',
           'checkpointIdOf',
+          'effectKeyOf',
+          'effectTool',
           'labelOf',
           'streamIdOf',
           'threadPrefix',
@@ -262,13 +272,39 @@ describe('installable packages', () => {
       expect(head.seq).toBe(7);
     }, 60_000);
 
+    it("runs the README's LangGraph example exactly as written there", async () => {
+      const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+      const snippet =
+        /<!-- langgraph-example:start -->\n```js\n([\s\S]*?)```\n<!-- langgraph-example:end -->/.exec(
+          readme,
+        )?.[1];
+      expect(snippet).toBeDefined();
+      writeFileSync(join(project, 'graph.mjs'), snippet ?? '');
+      // The README's install line adds LangGraph itself (here at the versions this repo pins).
+      const pins = ['@langchain/langgraph', '@langchain/core'].map(
+        (name) => `${name}@${ROOT.devDependencies[name]}`,
+      );
+      const flags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+      await timed('npm install langgraph', () =>
+        run('npm', ['install', ...flags, ...pins], { cwd: project, env: outsideEnv() }),
+      );
+      const env = outsideEnv({ HEFESTO_URL: api.url, HEFESTO_KEY: api.key });
+      const { stdout } = await timed('graph.mjs', () =>
+        run(process.execPath, ['graph.mjs'], { cwd: project, env }),
+      );
+      expect(stdout.trim()).toBe("[ 'hello', 'you said: hello', 'again', 'you said: again' ]");
+    }, 180_000);
+
     it('runs the CommonJS entries with require()', async () => {
       const out = await agent('agent.cjs', 'install-cjs');
       expect(out).toMatchObject({
         langgraphExports: [
           'HefestoSaver',
           'StaleThreadError',
+          'ThreadFencedError',
           'checkpointIdOf',
+          'effectKeyOf',
+          'effectTool',
           'labelOf',
           'streamIdOf',
           'threadPrefix',

@@ -77,6 +77,24 @@ describe.each(allStores.filter((f) => f.enabled))('checkpoint labels (v2) on $na
       expect((await world.ledger.reader.head(T, S)).labels).toBe(2);
     });
 
+    it('keeps any JSON in meta and pending writes: empty keys, deep nesting, big numbers', async () => {
+      // LangGraph's metadata is `{ parents: { "": id } }` (the root namespace is ""); DynamoDB
+      // refuses an empty attribute name in a map, so records hold client JSON as text.
+      const meta = { parents: { '': 'c0' }, deep: { a: [{ '': [1.5, null, 'x'] }] }, n: 1e21 };
+      await cp([set('/a', 1)], { label: 'c1', meta: meta as never });
+      expect((await world.ledger.labels.get(T, S, 'c1')).meta).toEqual(meta);
+      const page = await world.ledger.labels.list(T, S, { meta: { parents: { '': 'c0' } } });
+      expect(page.checkpoints.map((c) => [c.label, c.meta])).toEqual([['c1', meta]]);
+      const value = { j: { '': { '': [] } }, s: '' };
+      await world.ledger.pendingWrites.put(T, S, 'c1', {
+        taskId: 't',
+        taskPath: '',
+        writes: [{ idx: 0, channel: '', value: value as never }],
+      });
+      const writes = await world.ledger.pendingWrites.list(T, S, 'c1');
+      expect(writes.map((w) => [w.channel, w.value])).toEqual([['', value]]);
+    });
+
     it('refuses a label the stream already holds, writing nothing', async () => {
       await cp([set('/a', 1)], { label: 'c1' });
       const before = await world.ledger.reader.head(T, S);
@@ -239,6 +257,34 @@ describe.each(allStores.filter((f) => f.enabled))('checkpoint labels (v2) on $na
       await expect(
         pw.put(T, S, 'nope', { taskId: 't', taskPath: '', writes: [w(0, 1)] }),
       ).rejects.toBeInstanceOf(NotFoundError);
+    });
+    it('fences pending writes: a stale epoch, or no token while leased exclusively, writes nothing', async () => {
+      await cp([set('/a', 1)], { label: 'c1' });
+      const pw = world.ledger.pendingWrites;
+      const w = (idx: number) => ({ idx, channel: 'ch', value: `v${idx}` as never });
+      const old = await world.ledger.leases.acquire(T, S, 'w1', 60_000);
+      expect(
+        await pw.put(T, S, 'c1', { taskId: 'a', taskPath: '', writes: [w(0)] }, old.epoch),
+      ).toEqual({ written: 1 });
+      const next = await world.ledger.leases.acquire(T, S, 'w1', 60_000); // a restart: epoch + 1
+      for (const fence of [old.epoch, undefined]) {
+        await expect(
+          pw.put(T, S, 'c1', { taskId: 'b', taskPath: '', writes: [w(0), w(-1)] }, fence),
+        ).rejects.toMatchObject({ code: 'ErrFenced' });
+      }
+      expect(
+        await pw.put(T, S, 'c1', { taskId: 'a', taskPath: '', writes: [w(0), w(1)] }, next.epoch),
+      ).toEqual({ written: 1 });
+      const got = await pw.list(T, S, 'c1');
+      expect(got.map((x) => [x.taskId, x.idx])).toEqual([
+        ['a', 0],
+        ['a', 1],
+      ]);
+      // Another stream of the tenant is not leased: no token needed there.
+      await cp([set('/a', 1)], { label: 'd1' }, 'thread-2');
+      expect(
+        await pw.put(T, 'thread-2', 'd1', { taskId: 'a', taskPath: '', writes: [w(0)] }),
+      ).toEqual({ written: 1 });
     });
   });
 

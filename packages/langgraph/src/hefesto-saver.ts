@@ -15,7 +15,9 @@ import {
   WRITES_IDX_MAP,
 } from '@langchain/langgraph-checkpoint';
 import { diffJson } from './json-diff.js';
+import { PutWaiters } from './put-waiters.js';
 import { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
+import { type ThreadLeaseOptions, ThreadLeases } from './thread-leases.js';
 
 /**
  * A LangGraph checkpointer on Hefesto: one stream per (thread, namespace), one labelled
@@ -28,8 +30,8 @@ import { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.
  * Concurrency: a put that continues from the latest checkpoint this saver read (or wrote) for
  * the thread is linear, conditional on the thread's head state not having moved, so a stale
  * second worker is refused (StaleThreadError) instead of forking the thread. A put from any
- * other parent (explicit time travel) branches with `baseSeq`. Status: work in progress; not
- * yet run against the validation suite (see the report of branch h14-langgraph).
+ * other parent (explicit time travel) branches with `baseSeq`. With `exclusive: true` each
+ * thread is also leased (thread-leases.ts): a second worker is refused before it runs.
  */
 
 const EMPTY_DIGEST = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
@@ -54,6 +56,14 @@ export interface HefestoSaverOptions {
   /** First part of every stream id. Default `lg`. */
   prefix?: string;
   serde?: SerializerProtocol;
+  /**
+   * One worker per thread: take an exclusive lease per thread (renewed while in use,
+   * released, handed over or expiring), so a second worker is refused with ErrFenced
+   * (ThreadFencedError) before it runs anything (thread-leases.ts).
+   */
+  exclusive?: boolean;
+  /** Lease owner name, ttl and idle time for `exclusive`. */
+  lease?: ThreadLeaseOptions;
 }
 
 /** A put refused because another worker moved the thread since this one read it. */
@@ -76,6 +86,9 @@ export class HefestoSaver extends BaseCheckpointSaver {
   readonly client: HefestoClient;
   readonly prefix: string;
   readonly #tips = new Map<string, Tip>();
+  readonly #puts = new PutWaiters();
+  /** Set with `exclusive: true`. */
+  readonly leases: ThreadLeases | undefined;
 
   constructor(options: HefestoSaverOptions) {
     super(options.serde);
@@ -83,6 +96,17 @@ export class HefestoSaver extends BaseCheckpointSaver {
       options.client ??
       new HefestoClient({ baseUrl: options.baseUrl ?? '', apiKey: options.apiKey ?? '' });
     this.prefix = options.prefix ?? 'lg';
+    this.leases = options.exclusive ? new ThreadLeases(this.client, options.lease) : undefined;
+  }
+
+  /** `exclusive`: releases this saver's leases of a thread (of every thread without one). */
+  async release(threadId?: string): Promise<void> {
+    await this.leases?.release(threadId);
+  }
+
+  /** `exclusive`: drains the thread and releases it, for another worker to continue it. */
+  async handOver(threadId: string, graceMs?: number): Promise<void> {
+    await this.leases?.handOver(threadId, graceMs);
   }
 
   /** The stream holding (thread, namespace). */
@@ -167,6 +191,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     if (!config.configurable?.thread_id) return undefined;
     const ids = this.#ids(config);
+    await this.leases?.ensure(ids.stream, ids.threadId, true);
     try {
       if (ids.id !== undefined) {
         const label = await this.client.getCheckpoint(ids.stream, labelOf(ids.id));
@@ -198,13 +223,30 @@ export class HefestoSaver extends BaseCheckpointSaver {
     }
   }
 
+  /**
+   * LangGraph's loop (durability `async`) calls putWrites for a checkpoint before it calls
+   * that checkpoint's put (puts are chained after the previous one, writes are not); the
+   * server refuses writes to a label it does not hold yet, so putWrites waits for it.
+   */
   async put(
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
+    const out = await this.#put(config, checkpoint, metadata, newVersions);
+    this.#puts.landed(`${this.#ids(config).stream}#${checkpoint.id}`);
+    return out;
+  }
+
+  async #put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
     const ids = this.#ids(config);
+    await this.leases?.ensure(ids.stream, ids.threadId, false);
     const tip = this.#tips.get(ids.stream);
     let base: Tip & { linear: boolean };
     if (tip && tip.label === (ids.id === undefined ? null : labelOf(ids.id))) {
@@ -283,6 +325,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const ids = this.#ids(config);
     if (ids.id === undefined)
       throw new Error('Missing "checkpoint_id" field in config.configurable.');
+    await this.leases?.ensure(ids.stream, ids.threadId, false);
     const encoded = await Promise.all(
       writes.map(async ([channel, value], idx) => ({
         idx: WRITES_IDX_MAP[channel] ?? idx,
@@ -290,12 +333,19 @@ export class HefestoSaver extends BaseCheckpointSaver {
         value: (await this.#encode(value)) as unknown as Json,
       })),
     );
+    const key = `${ids.stream}#${ids.id}`;
     for (let i = 0; i < encoded.length; i += 100) {
-      await this.client.putPendingWrites(ids.stream, labelOf(ids.id), {
-        taskId,
-        taskPath,
-        writes: encoded.slice(i, i + 100),
-      });
+      const task = { taskId, taskPath, writes: encoded.slice(i, i + 100) };
+      // The label may still be on its way (see put): wait for it, about 10 s at most.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.client.putPendingWrites(ids.stream, labelOf(ids.id), task);
+          break;
+        } catch (err) {
+          if (!notFound(err) || attempt >= 10) throw err;
+          await this.#puts.wait(key, Math.min(25 * 2 ** attempt, 2_000));
+        }
+      }
     }
   }
 
@@ -385,6 +435,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
   }
 
   async deleteThread(threadId: string): Promise<void> {
+    await this.leases?.release(threadId);
     for (const stream of await this.#streams(threadPrefix(this.prefix, threadId))) {
       this.#tips.delete(stream);
       await this.client.deleteStream(stream).catch((err: unknown) => {

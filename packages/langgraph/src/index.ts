@@ -4,5 +4,7 @@
  * client package's own types (tsconfig.build.json `paths`).
  */
 
+export { type EffectToolOptions, effectKeyOf, effectTool } from './effect-tool.js';
 export { HefestoSaver, type HefestoSaverOptions, StaleThreadError } from './hefesto-saver.js';
 export { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
+export { ThreadFencedError, type ThreadLeaseOptions } from './thread-leases.js';

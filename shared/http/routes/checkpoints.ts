@@ -5,6 +5,7 @@ import type { KeyService } from '../../services/keys.js';
 import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
+import { FencingHeaders } from '../effect-schemas.js';
 import { jsonBodyOf } from '../json-body.js';
 import type { HttpLimits } from '../limits.js';
 import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
@@ -113,17 +114,20 @@ export const checkpointRoutes = ({ ledger, keys, limits }: CheckpointRoutesDeps)
     description:
       'Writes of one task attached to the checkpoint `label`. A write with `idx >= 0` is ' +
       'stored once (a repeat changes nothing, so a retry is exactly-once without a key); one ' +
-      'with a negative idx (LangGraph’s special channels) replaces the stored one. A value is ' +
+      'with a negative idx (LangGraph’s special channels) replaces the stored one. Fenced like ' +
+      'other writes (409 ErrFenced: a stale epoch, or none while the lease is held ' +
+      'exclusively). A value is ' +
       `limited like an event payload (${limits.maxPayloadBytes} bytes).`,
     security: BEARER_SECURITY,
     middleware: [write, jsonBodyOf(limits)] as const,
     request: {
       params: LabelParams,
+      headers: FencingHeaders,
       body: { required: true, content: { 'application/json': { schema: PendingWritesBody } } },
     },
     responses: {
       200: json(PendingWritesResult, 'Stored'),
-      ...problemResponses(400, 401, 403, 404, 413, 415, 500, 503),
+      ...problemResponses(400, 401, 403, 404, 409, 413, 415, 500, 503),
     },
   });
   app.openapi(putWrites, async (c) => {
@@ -137,11 +141,17 @@ export const checkpointRoutes = ({ ledger, keys, limits }: CheckpointRoutesDeps)
         );
       }
     }
-    const result = await ledger.pendingWrites.put(principalOf(c).tenant, streamId, label, {
-      taskId: body.taskId,
-      taskPath: body.taskPath,
-      writes: body.writes as Array<{ idx: number; channel: string; value: JsonValue }>,
-    });
+    const result = await ledger.pendingWrites.put(
+      principalOf(c).tenant,
+      streamId,
+      label,
+      {
+        taskId: body.taskId,
+        taskPath: body.taskPath,
+        writes: body.writes as Array<{ idx: number; channel: string; value: JsonValue }>,
+      },
+      c.req.valid('header')['Hefesto-Fencing-Token'],
+    );
     return c.json(result, 200);
   });
 

@@ -1,48 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { deltaChannelHistoryTests, validate } from '@langchain/langgraph-checkpoint-validation';
-import { describe, expect, it } from 'vitest';
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
+import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoSaver } from '../../packages/langgraph/src/index.js';
-import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import { type Backend, backends, ROOT } from './backends.js';
 
-/**
- * LangGraph's conformance suite (@langchain/langgraph-checkpoint-validation 1.1.1) against
- * the embedded server, under a checkpointer name of its own (so the changed-channels test,
- * skipped for MemorySaver and SqliteSaver, runs), plus the opt-in DeltaChannel history tests.
- * Each checkpointer gets a stream prefix of its own: `list` without a thread id lists every
- * thread of the saver, and the suite counts them exactly.
- */
+/** What HefestoSaver does beyond LangGraph's conformance suite, on each backend. */
 
-const ROOT = 'root-key-for-validation-0123456789abcdef';
-let server: ServerProcess | undefined;
-const dataDir = mkdtempSync(join(tmpdir(), 'hefesto-lg-validation-'));
-let n = 0;
-
-const initializer = {
-  checkpointerName: 'HefestoSaver (embedded)',
-  beforeAllTimeout: 60_000,
-  async beforeAll() {
-    server = await startServer({ HEFESTO_DATA_DIR: dataDir, HEFESTO_API_KEY: ROOT });
-  },
-  async afterAll() {
-    server?.child.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
-  },
-  createCheckpointer: () =>
-    new HefestoSaver({
-      baseUrl: server?.url ?? '',
-      apiKey: ROOT,
-      prefix: `v${process.pid}-${++n}`,
-    }),
-};
-
-validate(initializer);
-deltaChannelHistoryTests(initializer);
-
-describe('HefestoSaver beyond the suite', () => {
+describe.each(backends.filter((b) => b.available))('HefestoSaver on $name', (kind) => {
+  let backend: Backend;
+  beforeAll(async () => {
+    backend = await kind.start();
+  });
+  afterAll(async () => {
+    await backend?.stop();
+  });
   const saver = (prefix: string) =>
-    new HefestoSaver({ baseUrl: server?.url ?? '', apiKey: ROOT, prefix });
+    new HefestoSaver({ baseUrl: backend.url, apiKey: ROOT, prefix });
   const ckpt = (id: string, n: number) => ({
     v: 4,
     id,
@@ -86,5 +59,33 @@ describe('HefestoSaver beyond the suite', () => {
       { op: 'set', path: '/values/messages/j/-', value: 'm3' },
     ]);
     expect(config.configurable?.checkpoint_ns).toBe('a|b');
+  });
+
+  it('runs a graph under each durability mode (async: writes wait for their checkpoint)', async () => {
+    for (const durability of ['async', 'sync', 'exit'] as const) {
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode('model', (st) => ({ messages: [new AIMessage(`n${st.messages.length}`)] }))
+        .addNode('tool', (st) => ({ messages: [new AIMessage(`t${st.messages.length}`)] }))
+        .addEdge(START, 'model')
+        .addEdge('model', 'tool')
+        .addEdge('tool', END)
+        .compile({ checkpointer: saver(`dur-${durability}`) });
+      const config = { configurable: { thread_id: 'd' }, durability };
+      for (const text of ['a', 'b', 'c']) {
+        await graph.invoke({ messages: [new HumanMessage(text)] }, config);
+      }
+      const state = await graph.getState({ configurable: { thread_id: 'd' } });
+      expect(state.values.messages.map((m: { content: unknown }) => m.content)).toEqual([
+        'a',
+        'n1',
+        't2',
+        'b',
+        'n4',
+        't5',
+        'c',
+        'n7',
+        't8',
+      ]);
+    }
   });
 });
