@@ -161,10 +161,10 @@ describe.each(cases)(
       const stored = await h.objects.get(key);
       if (!stored) throw new Error('no segment');
       const body = Uint8Array.from(stored.body);
-    const at = body.length - 80; // inside the last event's record
-    body[at] = (body[at] as number) ^ 0x01;
-    await h.objects.putIfMatch(key, body, stored.etag);
-    const bad = await cli(['audit', 'run-1']);
+      const at = body.length - 80; // inside the last event's record
+      body[at] = (body[at] as number) ^ 0x01;
+      await h.objects.putIfMatch(key, body, stored.etag);
+      const bad = await cli(['audit', 'run-1']);
       expect(bad.code).toBe(1);
       expect(bad.stdout).toMatch(/^bad run-1: /);
     });
