@@ -4,6 +4,8 @@ import { runCompactionBench } from './compaction.js';
 import { runHttpBench } from './http.js';
 import { runLedgerBench } from './ledger.js';
 import { runMigrationBench } from './migration.js';
+import { runProofsDomainBench } from './proofs-domain.js';
+import { runProofsServiceBench } from './proofs-service.js';
 import { runResumeBench } from './resume.js';
 
 /** `npm run bench`: every benchmark of the project, printed as Markdown tables. */
@@ -15,3 +17,5 @@ await runResumeBench();
 await runMigrationBench();
 await runBundleBench();
 await runCompactionBench();
+await runProofsDomainBench();
+await runProofsServiceBench();
