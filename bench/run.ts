@@ -6,6 +6,8 @@ import { runHttpBench } from './http.js';
 import { runLangGraphBench } from './langgraph-savers.js';
 import { runLedgerBench } from './ledger.js';
 import { runMigrationBench } from './migration.js';
+import { runProofsDomainBench } from './proofs-domain.js';
+import { runProofsServiceBench } from './proofs-service.js';
 import { runResumeBench } from './resume.js';
 
 /** `npm run bench`: every benchmark of the project, printed as Markdown tables. */
@@ -19,3 +21,5 @@ await runBundleBench();
 await runCompactionBench();
 await runEmbeddedConcurrencyBench();
 await runLangGraphBench();
+await runProofsDomainBench();
+await runProofsServiceBench();

@@ -7,7 +7,10 @@ import { type ChainPoint, verifyEvents } from '../shared/domain/verify.js';
  * The export file format `hefesto.export.v1`: NDJSON, UTF-8, one JSON object a line.
  *
  *   line 1     {"format":"hefesto.export.v1","tenant":T,"streamId":S,
- *               "head":{"seq":N,"hash":H},"exportedAt":ISO-8601}
+ *               "head":{"seq":N,"hash":H},"exportedAt":ISO-8601[,"treeHead":{signed head}]}
+ *
+ * `treeHead` (optional, docs/records-v2.md "Export"): the server's signed tree head at seq N,
+ * so `verify-file` can check the file against the server's signed word, not only its chain.
  *   line 1+i   {"seq":i,"ts":...,"type":...,"payload":...,"prevHash":...,"hash":...}
  *
  * Events carry every field their hash covers, so a file checks offline: each hash recomputed
@@ -23,6 +26,8 @@ export interface ExportHeader {
   streamId: string;
   head: ChainPoint;
   exportedAt: string;
+  /** The signed tree head at `head.seq`, when the server has a tree (not trusted: verified). */
+  treeHead?: unknown;
 }
 
 export type FileCheck =
@@ -36,6 +41,7 @@ export const headerLine = (h: ExportHeader): string =>
     streamId: h.streamId,
     head: { seq: h.head.seq, hash: h.head.hash },
     exportedAt: h.exportedAt,
+    ...(h.treeHead === undefined ? {} : { treeHead: h.treeHead }),
   });
 
 export const eventLine = (e: LedgerEvent): string =>

@@ -7,6 +7,7 @@ import type { HefestoConfig } from './config.js';
 import { FrontDoor } from './front-door.js';
 import { HefestoFunction } from './functions.js';
 import { Observability } from './observability.js';
+import { SigningKey } from './signing-key.js';
 import { HefestoStorage } from './storage.js';
 import { WitnessBucket } from './witness.js';
 
@@ -29,6 +30,7 @@ export interface HefestoStackProps extends StackProps {
 export class HefestoStack extends Stack {
   readonly storage: HefestoStorage;
   readonly witness: WitnessBucket;
+  readonly signingKey: SigningKey;
   readonly api: HefestoFunction;
   readonly compactor: HefestoFunction;
   readonly frontDoor: FrontDoor;
@@ -61,6 +63,9 @@ export class HefestoStack extends Stack {
       environment: { ...service, HEFESTO_API_KEY: rootApiKey.valueAsString },
     });
     this.storage.connect(this.api.fn, FUNCTION_ACCESS.api);
+    // The tree-head signing key: read by the API function alone (signing-key.ts).
+    this.signingKey = new SigningKey(this, 'SigningKey', config);
+    this.signingKey.connect(this.api.fn);
 
     this.compactor = new HefestoFunction(this, 'Compactor', {
       name: 'compactor',

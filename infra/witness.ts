@@ -62,10 +62,19 @@ export class WitnessBucket extends Construct {
   connect(fn: LambdaFunction): void {
     fn.addEnvironment('HEFESTO_WITNESS_BUCKET', this.bucket.bucketName);
     const objects = this.bucket.arnForObjects('w/*');
+    // Create-only, as every other write of the service: a published key is never reused.
     fn.addToRolePolicy(
       new PolicyStatement({
         sid: 'PublishWitness',
-        actions: ['s3:PutObject', 's3:PutObjectRetention', 's3:GetObject', 's3:GetObjectVersion'],
+        actions: ['s3:PutObject', 's3:PutObjectRetention'],
+        resources: [objects],
+        conditions: { Null: { 's3:if-none-match': 'false' } },
+      }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        sid: 'ReadWitness',
+        actions: ['s3:GetObject', 's3:GetObjectVersion'],
         resources: [objects],
       }),
     );

@@ -1,13 +1,40 @@
-import { ClientVerificationError } from '../../shared/client/errors.js';
+import type { HefestoClient } from '../../shared/client/client.js';
+import { ClientVerificationError, HefestoApiError } from '../../shared/client/errors.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { type ChainPoint, verifyEvents } from '../../shared/domain/verify.js';
 import { type Command, stringOption } from '../command.js';
-import { fieldLines, tenantHint } from '../context.js';
+import { type Context, fieldLines, tenantHint } from '../context.js';
 import { EXPORT_FORMAT, type ExportHeader, eventLine, headerLine } from '../export-format.js';
 import { fileSink, type Sink, stdoutSink } from '../files.js';
 import { Progress } from '../progress.js';
 
 const PAGE = 1000;
+
+/**
+ * The stream's head and, when the server signs trees, its signed tree head at that same seq
+ * (read again while appends move the head between the two reads; after a few tries the
+ * export goes without one).
+ */
+const headWithTree = async (ctx: Context, client: HefestoClient, stream: string) => {
+  const http = ctx.transport();
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let treeHead: { treeBase: number; treeSize: number } | undefined;
+    try {
+      treeHead = (
+        await http.call<{ treeBase: number; treeSize: number }>(
+          'GET',
+          `/v1/streams/${encodeURIComponent(stream)}/tree-head`,
+        )
+      ).body;
+    } catch (err) {
+      if (!(err instanceof HefestoApiError) || err.status !== 404) throw err;
+      return { head: await client.getStream(stream), treeHead: undefined };
+    }
+    const head = await client.getStream(stream);
+    if (head.seq === treeHead.treeBase + treeHead.treeSize) return { head, treeHead };
+  }
+  return { head: await client.getStream(stream), treeHead: undefined };
+};
 
 export const exportStream: Command = {
   name: 'export',
@@ -21,13 +48,14 @@ export const exportStream: Command = {
     const keyTenant = await ctx.tenant();
     const { tenant } = keyTenant;
     const client = ctx.client({ tenant });
-    const head = await client.getStream(stream);
+    const { head, treeHead } = await headWithTree(ctx, client, stream);
     const header: ExportHeader = {
       format: EXPORT_FORMAT,
       tenant,
       streamId: stream,
       head: { seq: head.seq, hash: head.hash },
       exportedAt: new Date().toISOString(),
+      ...(treeHead === undefined ? {} : { treeHead }),
     };
     const out = stringOption(values, 'out');
     const sink: Sink = out === undefined ? stdoutSink(ctx.stdout) : await fileSink(out);

@@ -8,6 +8,7 @@ import type { AwsSettings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
 import { systemClock } from '../../shared/ports/clock.js';
+import type { KeyRing } from '../../shared/ports/signer.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings } from './compaction.js';
@@ -16,9 +17,10 @@ import { compactionLedgerSettings } from './compaction.js';
  * Wiring of the Lambda entry: settings -> S3 and DynamoDB clients -> adapters -> services
  * -> app. Region, credentials and endpoints come from the SDK's standard environment
  * (AWS_REGION, AWS_ENDPOINT_URL_S3, ...). The adapters retry on their own, so each client
- * makes one attempt per call.
+ * makes one attempt per call. `signing`: the key ring read from the signing secret (once per
+ * cold start, functions/api.ts); without it the app serves no tree heads.
  */
-export const createAwsApp = (settings: AwsSettings): OpenAPIHono<AppEnv> => {
+export const createAwsApp = (settings: AwsSettings, signing?: KeyRing): OpenAPIHono<AppEnv> => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
   const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
@@ -28,6 +30,7 @@ export const createAwsApp = (settings: AwsSettings): OpenAPIHono<AppEnv> => {
   const ledger = new Ledger(
     { objects, records, clock },
     {
+      ...(signing ? { signing } : {}),
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
       onSnapshotError: (err) =>

@@ -29,6 +29,7 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_COMPACT_MAX_RUN_MS  | 50000        | time budget of one run                    |
  * | HEFESTO_RETENTION_DAYS      | 0            | default TTL of new streams (0 = forever)  |
  * | HEFESTO_WITNESS_BUCKET      | (none)       | AWS: Object Lock bucket of the witness    |
+ * | HEFESTO_SIGNING_SECRET      | (none)       | AWS: secret holding the signing key seed  |
  */
 
 export type Env = Record<string, string | undefined>;
@@ -48,6 +49,8 @@ export interface Settings {
   retentionDays: number;
   /** AWS: the witness bucket (Object Lock); embedded mode uses `{dataDir}/witness`. */
   witnessBucket: string | undefined;
+  /** AWS: the Secrets Manager secret of the tree-head signing key (API function only). */
+  signingSecret: string | undefined;
 }
 
 export interface CompactionSettings {
@@ -122,6 +125,7 @@ const EnvSchema = z.object({
   HEFESTO_COMPACT_MAX_RUN_MS: integer(100, 3_600_000, 50_000),
   HEFESTO_RETENTION_DAYS: integer(0, 36_500, 0),
   HEFESTO_WITNESS_BUCKET: text(),
+  HEFESTO_SIGNING_SECRET: text(),
 });
 
 const fail = (problems: string[]): never => {
@@ -163,6 +167,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     },
     retentionDays: e.HEFESTO_RETENTION_DAYS,
     witnessBucket: e.HEFESTO_WITNESS_BUCKET,
+    signingSecret: e.HEFESTO_SIGNING_SECRET,
   };
 };
 

@@ -14,7 +14,14 @@ import { ProofService } from '../../shared/services/proofs.js';
 import { Reader } from '../../shared/services/reader.js';
 import { tilesKey } from '../../shared/services/tree-commit.js';
 import { writeTreeTiles } from '../../shared/services/tree-tiles.js';
-import { batch, compactionWorld, manualClock, type World } from '../support/compaction.js';
+import {
+  batch,
+  compactionWorld,
+  keysUnder,
+  manualClock,
+  settle,
+  type World,
+} from '../support/compaction.js';
 import { countingObjects } from '../support/counting.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
@@ -201,5 +208,46 @@ describe.each(allStores.filter((f) => f.enabled))('tree tiles on $name', (factor
     expect(signed).toMatchObject({ treeSize: 705, rootHash: hashToHex(tree.root()) });
     const p = await proofs.inclusion('acme', 'old', 2);
     expect(verifyInclusion(tree.node(0, 1), 1, 705, p.path.map(unhex), tree.root())).toBe(true);
+  });
+
+  it('starts the tree of a stream pruned before it had one at the pruning point (treeBase)', async () => {
+    for (let i = 0; i < 8; i++) {
+      await append('acme', 'pruned', 2, 2);
+      clock.advance(1000);
+    }
+    clock.advance(86_400_000);
+    await append('acme', 'pruned', 4, 4);
+    await world.ledger.retention.set('acme', 'pruned', { pruneAfterMs: 86_400_000 });
+    await settle(world, (ms) => clock.advance(ms));
+    const pruned = toHead((await stores.records.get(headKey('acme', 'pruned'))) ?? expect.fail());
+    expect(pruned.prunedSeq).toBe(16);
+    // As if written before trees: no tree fields, no tiles.
+    await stores.records.update(headKey('acme', 'pruned'), {
+      remove: ['treeBase', 'treeSize', 'frontier', 'treeHead', 'witPending'],
+    });
+    await stores.records.delete(tilesKey('acme', 'pruned'));
+    for (const key of await keysUnder(stores.objects, 't/acme/s/pruned/tile/')) {
+      await stores.objects.delete(key);
+    }
+    const result = await writeTreeTiles(
+      { ...stores, reader: world.ledger.reader },
+      { tenant: 'acme', stream: 'pruned' },
+    );
+    expect(result).toMatchObject({ backfilled: true, size: 4 });
+    const head = toHead((await stores.records.get(headKey('acme', 'pruned'))) ?? expect.fail());
+    expect(head).toMatchObject({ treeBase: 16, treeSize: 4 });
+    const tree = new MemoryTree();
+    const page = await world.ledger.reader.readEvents('acme', 'pruned', { from: 17 });
+    for (const e of page.events) tree.append(eventLeafHash(e.hash));
+    expect(head.frontier).toEqual(tree.frontier().map(hashToHex));
+    await append('acme', 'pruned', 1, 1);
+    const { proofs } = counted();
+    const signed = await proofs.treeHead('acme', 'pruned');
+    expect(signed).toMatchObject({ treeBase: 16, treeSize: 5 });
+    const p = await proofs.inclusion('acme', 'pruned', 17);
+    expect(p.leafIndex).toBe(0);
+    await expect(proofs.inclusion('acme', 'pruned', 16)).rejects.toMatchObject({
+      code: 'ErrPruned',
+    });
   });
 });

@@ -47,6 +47,8 @@ export class S3WitnessStore implements WitnessStore {
         Key: key,
         Body: body,
         ContentType: 'application/json',
+        // Create-only (the role may not write otherwise): a key is never reused.
+        IfNoneMatch: '*',
         ContentMD5: createHash('md5').update(body).digest('base64'),
         ObjectLockMode: 'COMPLIANCE',
         ObjectLockRetainUntilDate: new Date(now + (this.#o.retentionDays ?? 3650) * DAY_MS),

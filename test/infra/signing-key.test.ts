@@ -1,0 +1,58 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../infra/config.js';
+import { logicalId, resourcesOf, type Synthesized, statementsOfRole, synth } from './synth.js';
+
+/**
+ * The signing key in the stack (infra/signing-key.ts): a Secrets Manager secret whose seed
+ * Secrets Manager generates at deploy, readable (GetSecretValue only) by the API function
+ * alone, which is pointed at it; retained where data is.
+ */
+let dev: Synthesized;
+let prod: Synthesized;
+beforeAll(() => {
+  dev = synth(resolveConfig('dev'), { bundle: false });
+  prod = synth(resolveConfig('prod'), { bundle: false });
+}, 240_000);
+
+const envOf = (s: Synthesized, fn: { node: { defaultChild?: unknown } }) => {
+  const props = resourcesOf(s.template, 'AWS::Lambda::Function')[logicalId(s.stack, fn)]
+    ?.Properties;
+  return (
+    (props?.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {}
+  );
+};
+
+describe('the signing key secret', () => {
+  it('is generated at deploy by Secrets Manager: {"v":1,"seed":<64 alphanumerics>}', () => {
+    const secrets = resourcesOf(dev.template, 'AWS::SecretsManager::Secret');
+    const secret = secrets[logicalId(dev.stack, dev.stack.signingKey.secret)];
+    expect(secret?.Properties?.GenerateSecretString).toEqual({
+      SecretStringTemplate: '{"v":1}',
+      GenerateStringKey: 'seed',
+      PasswordLength: 64,
+      ExcludePunctuation: true,
+      IncludeSpace: false,
+    });
+    expect(secret?.Properties).not.toHaveProperty('SecretString');
+    expect(secret?.DeletionPolicy).toBe('Delete');
+    const kept = resourcesOf(prod.template, 'AWS::SecretsManager::Secret');
+    expect(kept[logicalId(prod.stack, prod.stack.signingKey.secret)]?.DeletionPolicy).toBe(
+      'Retain',
+    );
+  });
+
+  it('is read by the API function alone, with GetSecretValue only', () => {
+    for (const s of [dev, prod]) {
+      const secretId = logicalId(s.stack, s.stack.signingKey.secret);
+      const api = statementsOfRole(s.template, logicalId(s.stack, s.stack.api.role));
+      const compactor = statementsOfRole(s.template, logicalId(s.stack, s.stack.compactor.role));
+      const onSecret = (st: typeof api) =>
+        st.filter((x) => JSON.stringify(x.Resource).includes(secretId));
+      expect(onSecret(api).map((x) => x.Action)).toEqual(['secretsmanager:GetSecretValue']);
+      expect(onSecret(compactor)).toEqual([]);
+      expect(JSON.stringify(compactor)).not.toContain('secretsmanager');
+      expect(envOf(s, s.stack.api.fn).HEFESTO_SIGNING_SECRET).toEqual({ Ref: secretId });
+      expect(envOf(s, s.stack.compactor.fn)).not.toHaveProperty('HEFESTO_SIGNING_SECRET');
+    }
+  });
+});
