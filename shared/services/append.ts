@@ -15,7 +15,8 @@ import {
 } from '../domain/errors.js';
 import { genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
 import { decodeSegment, encodeSegment, segmentKey } from '../domain/segment.js';
-import { DELTA_EVENT, EMPTY_STATE_DIGEST } from '../domain/state.js';
+import { DELTA_EVENT } from '../domain/state.js';
+import { emptyStateDigest, NEW_STREAM_DIGEST_VERSION } from '../domain/state-digest.js';
 import type { Item, TransactOp } from '../ports/record-store.js';
 import {
   type AppendOptions,
@@ -113,11 +114,13 @@ export class Appender {
     const item = await headItem(this.#o.records, tenant, stream);
     if (item) return { ...toHead(item), exists: true };
     const now = this.#o.clock.now();
+    // A stream created now uses state digest v2 (records-v2); the first commit writes it.
     return {
       seq: 0,
       hash: genesisHash(tenant, stream),
       epoch: 0,
-      stateDigest: EMPTY_STATE_DIGEST,
+      digestVersion: NEW_STREAM_DIGEST_VERSION,
+      stateDigest: emptyStateDigest(NEW_STREAM_DIGEST_VERSION),
       deltas: 0,
       stateSeq: 0,
       createdAt: now,
@@ -424,6 +427,7 @@ export class Appender {
               stateSeq: segment.stateSeq,
               createdAt: now,
               updatedAt: now,
+              ...(head.digestVersion === undefined ? {} : { digestVersion: head.digestVersion }),
               ...depth,
               ...extras.head,
             },

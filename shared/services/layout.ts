@@ -124,6 +124,8 @@ export interface HeadRecord {
   stateDepth?: number;
   /** Labelled checkpoints in the stream (records-v2). */
   labels?: number;
+  /** How the stream's state digests are computed (records-v2); absent: 1. */
+  digestVersion?: 2;
 }
 
 /**
@@ -186,6 +188,7 @@ export const toHead = (item: Item): HeadRecord => ({
     deletingAt: optNum(item, 'deletingAt'),
     stateDepth: optNum(item, 'stateDepth'),
     labels: optNum(item, 'labels'),
+    digestVersion: item.digestVersion === 2 ? (2 as const) : undefined,
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),
