@@ -173,7 +173,12 @@ export class HeadRepair {
       deltas: snapshot.deltas ?? 0,
       stateSeq: point.seq,
     };
-    return { point, effect, pruned: true, digestVersion: digestVersionOf(base as { digestVersion?: unknown }) };
+    return {
+      point,
+      effect,
+      pruned: true,
+      digestVersion: digestVersionOf(base as { digestVersion?: unknown }),
+    };
   }
 
   /** Step 4. */

@@ -69,6 +69,11 @@ export class WorkingState {
     return this;
   }
 
+  /** v2: the Merkle tree (for proofs); v1 has none. */
+  get tree(): MerkleState | undefined {
+    return this.#merkle;
+  }
+
   /** The state digest under this stream's version. */
   get digest(): string {
     if (this.#merkle) return this.#merkle.digest();

@@ -182,6 +182,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
           seq: i + 1,
           state: expected,
           stateDigest: digest(expected),
+          digestVersion: 2,
         });
       }
       const snaps = await h.objects.list('t/acme/s/agent/snap/');
