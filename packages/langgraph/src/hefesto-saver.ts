@@ -1,4 +1,4 @@
-import { HefestoApiError, HefestoClient, type Json } from '@hefesto/client';
+import { emptyStateDigest, HefestoApiError, HefestoClient, type Json } from '@hefesto/client';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import {
   BaseCheckpointSaver,
@@ -32,7 +32,8 @@ import { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.
  * yet run against the validation suite (see the report of branch h14-langgraph).
  */
 
-const EMPTY_DIGEST = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
+// Threads are new streams, and new streams use state digest v2 (docs/records-v2.md).
+const EMPTY_DIGEST = emptyStateDigest(2);
 
 type Encoded = { j: Json } | { t: string; b: string };
 interface StreamState {
