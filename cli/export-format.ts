@@ -7,12 +7,14 @@ import { type ChainPoint, verifyEvents } from '../shared/domain/verify.js';
  * The export file format `hefesto.export.v1`: NDJSON, UTF-8, one JSON object a line.
  *
  *   line 1     {"format":"hefesto.export.v1","tenant":T,"streamId":S,
- *               "head":{"seq":N,"hash":H},"exportedAt":ISO-8601}
+ *               "head":{"seq":N,"hash":H},"exportedAt":ISO-8601,"digestVersion":1|2}
  *   line 1+i   {"seq":i,"ts":...,"type":...,"payload":...,"prevHash":...,"hash":...}
  *
  * Events carry every field their hash covers, so a file checks offline: each hash recomputed
  * from its fields, seq 1 linked to genesis(T, S), each prevHash to the hash before it, no seq
  * missing, and the last event equal to the header's head. Nothing here does I/O.
+ * `digestVersion` (records-v2) says how the state digests the delta events record are
+ * computed; a file without it was written before state v2, by a v1 stream.
  */
 
 export const EXPORT_FORMAT = 'hefesto.export.v1';
@@ -23,6 +25,8 @@ export interface ExportHeader {
   streamId: string;
   head: ChainPoint;
   exportedAt: string;
+  /** The stream's state digest version; absent in files written before state v2 (1). */
+  digestVersion?: 1 | 2;
 }
 
 export type FileCheck =
@@ -36,6 +40,7 @@ export const headerLine = (h: ExportHeader): string =>
     streamId: h.streamId,
     head: { seq: h.head.seq, hash: h.head.hash },
     exportedAt: h.exportedAt,
+    ...(h.digestVersion === undefined ? {} : { digestVersion: h.digestVersion }),
   });
 
 export const eventLine = (e: LedgerEvent): string =>
@@ -64,6 +69,9 @@ const headerProblem = (v: unknown): string | undefined => {
     return 'header head must be {seq, hash}';
   }
   if (typeof v.exportedAt !== 'string') return 'header has no exportedAt';
+  if (v.digestVersion !== undefined && v.digestVersion !== 1 && v.digestVersion !== 2) {
+    return 'header digestVersion must be 1 or 2';
+  }
   return undefined;
 };
 

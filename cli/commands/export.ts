@@ -28,6 +28,7 @@ export const exportStream: Command = {
       streamId: stream,
       head: { seq: head.seq, hash: head.hash },
       exportedAt: new Date().toISOString(),
+      digestVersion: head.digestVersion ?? 1,
     };
     const out = stringOption(values, 'out');
     const sink: Sink = out === undefined ? stdoutSink(ctx.stdout) : await fileSink(out);

@@ -257,6 +257,10 @@ describe('installable packages', () => {
         },
         local: { ok: true, seq: head.seq, hash: head.hash },
         server: { ok: true, seq: head.seq, hash: head.hash },
+        // State digest v2, computed by the packaged domain code, and a path proof checked.
+        digestVersion: 2,
+        v2Digest: out.stateDigest,
+        proven: { role: 'assistant', text: 'answer 2' },
       });
       // observation, delta (turn 1), observation, delta (turn 2), note, observation, delta.
       expect(head.seq).toBe(7);
