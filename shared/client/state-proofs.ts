@@ -1,6 +1,6 @@
 import type { JsonObject } from '../domain/state.js';
 import { digestOfState } from '../domain/state-digest.js';
-import { type StateProof, verifyProof } from '../domain/state-v2/index.js';
+import { type StateProof, verifyProof } from '../domain/state-v2/proof.js';
 import { ClientVerificationError } from './errors.js';
 import type { Json, LedgerEvent, StateValue } from './types.js';
 
@@ -25,6 +25,24 @@ export const stateMatches = (
 ): boolean => digestOfState(state as JsonObject, version === 2 ? 2 : 1) === digest;
 
 /**
+ * Checks a state proof (docs/state-v2.md) against a state digest the caller trusts; never
+ * throws for a bad proof.
+ *
+ * @example
+ * ```ts
+ * const check = verifyStateProof(answer.proof, trustedDigest);
+ * if (check.ok) console.log(check.value);
+ * ```
+ */
+export const verifyStateProof = (
+  proof: NonNullable<StateValue['proof']>,
+  digest: string,
+): { ok: true; value: Json } | { ok: false; reason: string } => {
+  const check = verifyProof(proof as StateProof, digest);
+  return check.ok ? { ok: true, value: check.value as Json } : check;
+};
+
+/**
  * The value a proof answer proves, checked against `checkpoint`: a verified event of the
  * chain (a delta or a fork) whose recorded state digest is the one the proof must lead to.
  * Refuses a proof for another digest or path, a tampered value and a tampered node.
@@ -45,7 +63,7 @@ export const provenValue = (answer: StateValue, checkpoint: LedgerEvent, path: s
   if (proof.digest !== recorded || proof.path !== path) {
     throw new ClientVerificationError(seq, 'the proof is for another state or path');
   }
-  const check = verifyProof(proof as StateProof, recorded);
+  const check = verifyStateProof(proof, recorded);
   if (!check.ok) throw new ClientVerificationError(seq, `the proof does not hold: ${check.reason}`);
-  return check.value as Json;
+  return check.value;
 };

@@ -1,5 +1,5 @@
 import { EMPTY_STATE_DIGEST, type JsonObject, stateDigestOf } from './state.js';
-import { digestV2, EMPTY_STATE_DIGEST_V2, MerkleState } from './state-v2/index.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from './state-v2/merkle-state.js';
 
 /**
  * Which state digest a stream uses (the head's `digestVersion`, docs/records-v2.md): v1 is
@@ -24,5 +24,3 @@ export const digestOfState = (state: JsonObject, version: DigestVersion): string
 /** The digest of `{}` (the state of a stream before any checkpoint) under `version`. */
 export const emptyStateDigest = (version: DigestVersion): string =>
   version === 2 ? EMPTY_STATE_DIGEST_V2 : EMPTY_STATE_DIGEST;
-
-export { MerkleState };

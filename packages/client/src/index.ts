@@ -25,10 +25,9 @@ export * from '../../../shared/client/harness.js';
 export type { RetryPolicy } from '../../../shared/client/http.js';
 export * from '../../../shared/client/state-proofs.js';
 export * from '../../../shared/client/types.js';
-// The state digests (v1 and v2) and v2 proofs, from the domain code the server runs.
+// The state digests (v1 and v2), from the domain code the server runs.
 export {
   type DigestVersion,
   digestOfState,
   emptyStateDigest,
 } from '../../../shared/domain/state-digest.js';
-export { type StateProof, verifyProof } from '../../../shared/domain/state-v2/index.js';
