@@ -105,6 +105,7 @@ export class Appender {
       markEvery: options.markEvery ?? 16,
       snapshotEvery: options.snapshotEvery ?? 25,
       defaultTtlMs: options.defaultTtlMs ?? 0,
+      newStreamDigestVersion: options.newStreamDigestVersion ?? NEW_STREAM_DIGEST_VERSION,
     };
   }
 
@@ -115,12 +116,13 @@ export class Appender {
     if (item) return { ...toHead(item), exists: true };
     const now = this.#o.clock.now();
     // A stream created now uses state digest v2 (records-v2); the first commit writes it.
+    const version = this.#o.newStreamDigestVersion;
     return {
       seq: 0,
       hash: genesisHash(tenant, stream),
       epoch: 0,
-      digestVersion: NEW_STREAM_DIGEST_VERSION,
-      stateDigest: emptyStateDigest(NEW_STREAM_DIGEST_VERSION),
+      ...(version === 2 ? { digestVersion: 2 as const } : {}),
+      stateDigest: emptyStateDigest(version),
       deltas: 0,
       stateSeq: 0,
       createdAt: now,
