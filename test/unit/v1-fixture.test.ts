@@ -10,6 +10,7 @@ import { digestV2 } from '../../shared/domain/state-v2/index.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { headKey } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { readStateValue } from '../../shared/services/state-read.js';
 import { awsStores, localStores, type StorePair } from '../support/stores.js';
 
 /**
@@ -178,6 +179,21 @@ describe.each([memoryAtFixtureTime, localStores, awsStores].filter((f) => f.enab
         }),
       ).rejects.toMatchObject({ code: 'ErrDivergenceDetected' });
       expect((await ledger.reader.head(s.tenant, s.stream)).seq).toBe(s.head.seq);
+    });
+
+    it('reads a v1 stream by path, and refuses a proof (a v1 digest covers the whole state)', async () => {
+      const s = fixture.expect.streams.find((x) => x.stream === 'chat' && x.tenant === 'acme');
+      if (!s) throw new Error('fixture lacks acme/chat');
+      const read = { tenant: s.tenant, stream: s.stream, path: '/profile/city' };
+      expect(await readStateValue(ledger.states, read)).toMatchObject({
+        seq: s.head.seq,
+        stateDigest: s.head.stateDigest,
+        digestVersion: 1,
+        value: s.finalState.profile && (s.finalState.profile as JsonObject).city,
+      });
+      await expect(readStateValue(ledger.states, { ...read, proof: true })).rejects.toMatchObject({
+        code: 'ErrInvalidInput',
+      });
     });
 
     it('forks a v1 stream into a v2 stream that hydrates, verifies and checkpoints with v2', async () => {
