@@ -15,9 +15,9 @@ import {
   DELTA_EVENT,
   type DeltaOp,
   type DeltaPayload,
-  EMPTY_STATE_DIGEST,
   type JsonObject,
 } from '../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../shared/domain/state-v2/index.js';
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
 import { Appender } from '../shared/services/append.js';
@@ -70,7 +70,8 @@ const embedded = () => {
 
 /** Checkpoints ops on top of the digest the previous checkpoint returned. */
 const streamWriter = (checkpointer: Checkpointer, stream: string) => {
-  let digest = EMPTY_STATE_DIGEST;
+  // A new stream is v2 (records-v2): its first checkpoint starts from v2's digest of {}.
+  let digest = EMPTY_STATE_DIGEST_V2;
   return async (ops: DeltaOp[]) => {
     const result = await checkpointer.checkpoint({ tenant: T, stream, ops, baseDigest: digest });
     digest = result.stateDigest;

@@ -7,7 +7,8 @@ import { type ChainPoint, verifyEvents } from '../shared/domain/verify.js';
  * The export file format `hefesto.export.v1`: NDJSON, UTF-8, one JSON object a line.
  *
  *   line 1     {"format":"hefesto.export.v1","tenant":T,"streamId":S,
- *               "head":{"seq":N,"hash":H},"exportedAt":ISO-8601[,"treeHead":{signed head}]}
+ *               "head":{"seq":N,"hash":H},"exportedAt":ISO-8601,"digestVersion":1|2
+ *               [,"treeHead":{signed head}]}
  *
  * `treeHead` (optional, docs/records-v2.md "Export"): the server's signed tree head at seq N,
  * so `verify-file` can check the file against the server's signed word, not only its chain.
@@ -16,6 +17,8 @@ import { type ChainPoint, verifyEvents } from '../shared/domain/verify.js';
  * Events carry every field their hash covers, so a file checks offline: each hash recomputed
  * from its fields, seq 1 linked to genesis(T, S), each prevHash to the hash before it, no seq
  * missing, and the last event equal to the header's head. Nothing here does I/O.
+ * `digestVersion` (records-v2) says how the state digests the delta events record are
+ * computed; a file without it was written before state v2, by a v1 stream.
  */
 
 export const EXPORT_FORMAT = 'hefesto.export.v1';
@@ -28,6 +31,8 @@ export interface ExportHeader {
   exportedAt: string;
   /** The signed tree head at `head.seq`, when the server has a tree (not trusted: verified). */
   treeHead?: unknown;
+  /** The stream's state digest version; absent in files written before state v2 (1). */
+  digestVersion?: 1 | 2;
 }
 
 export type FileCheck =
@@ -42,6 +47,7 @@ export const headerLine = (h: ExportHeader): string =>
     head: { seq: h.head.seq, hash: h.head.hash },
     exportedAt: h.exportedAt,
     ...(h.treeHead === undefined ? {} : { treeHead: h.treeHead }),
+    ...(h.digestVersion === undefined ? {} : { digestVersion: h.digestVersion }),
   });
 
 export const eventLine = (e: LedgerEvent): string =>
@@ -70,6 +76,9 @@ const headerProblem = (v: unknown): string | undefined => {
     return 'header head must be {seq, hash}';
   }
   if (typeof v.exportedAt !== 'string') return 'header has no exportedAt';
+  if (v.digestVersion !== undefined && v.digestVersion !== 1 && v.digestVersion !== 2) {
+    return 'header digestVersion must be 1 or 2';
+  }
   return undefined;
 };
 

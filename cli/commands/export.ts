@@ -56,6 +56,7 @@ export const exportStream: Command = {
       head: { seq: head.seq, hash: head.hash },
       exportedAt: new Date().toISOString(),
       ...(treeHead === undefined ? {} : { treeHead }),
+      digestVersion: head.digestVersion ?? 1,
     };
     const out = stringOption(values, 'out');
     const sink: Sink = out === undefined ? stdoutSink(ctx.stdout) : await fileSink(out);

@@ -3,8 +3,10 @@ import { HefestoApiError } from '../../shared/client/errors.js';
 import type { DeltaOp, LedgerEvent } from '../../shared/client/types.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { DELTA_EVENT, RESERVED_TYPE_PREFIX } from '../../shared/domain/state.js';
+import { NEW_STREAM_DIGEST_VERSION } from '../../shared/domain/state-digest.js';
 import { type Command, intOption, stringOption } from '../command.js';
 import { CliError, fieldLines, UsageError } from '../context.js';
+import { DigestTranslator } from '../digest-translate.js';
 import { EXPORT_FORMAT } from '../export-format.js';
 import { checkFile, describeFailure } from './verify-file.js';
 
@@ -18,6 +20,8 @@ interface Plan {
   /** The target's head when the import started: events up to it are already there. */
   resumeAt: number;
   batchSize: number;
+  /** Set when the file's digest version is not the target's. */
+  translator?: DigestTranslator;
 }
 
 /**
@@ -30,7 +34,9 @@ interface Plan {
  *   2. plain events are appended with expectedSeq = the seq before the batch, so nothing
  *      else can interleave; a reply lost to a crash is answered again from the key;
  *   3. a `hefesto.delta` is written again through the checkpoint route, which recomputes the
- *      state and refuses it unless the target's state digest is the one it was based on.
+ *      state and refuses it unless the target's state digest is the one it was based on. A
+ *      file of another digest version than the target's (a v1 export into a new, v2 stream)
+ *      has its digests translated, each delta checked here first (digest-translate.ts).
  */
 class Importer {
   written = 0;
@@ -51,7 +57,9 @@ class Importer {
   async add(event: LedgerEvent): Promise<void> {
     if (event.type === DELTA_EVENT) {
       await this.flush();
-      await this.#send(this.#index++, [event]);
+      // Translated even when skipped: the state kept here must follow every delta.
+      const body = this.#plan.translator?.translate(event);
+      await this.#send(this.#index++, [event], body);
       return;
     }
     const bytes = Buffer.byteLength(JSON.stringify({ type: event.type, payload: event.payload }));
@@ -70,12 +78,16 @@ class Importer {
     await this.#send(this.#index++, events);
   }
 
-  async #send(index: number, events: LedgerEvent[]): Promise<void> {
+  async #send(
+    index: number,
+    events: LedgerEvent[],
+    translated?: { ops: DeltaOp[]; baseDigest: string; stateDigest: string },
+  ): Promise<void> {
     const { target, resumeAt, keyPrefix } = this.#plan;
     const first = events[0]?.seq ?? 0;
     const last = events.at(-1)?.seq ?? 0;
     if (last <= resumeAt) {
-      for (const event of events) await this.#matchExisting(event);
+      for (const event of events) await this.#matchExisting(event, translated);
       this.skipped += events.length;
       return;
     }
@@ -93,7 +105,8 @@ class Importer {
       ? (
           await this.#client.checkpoint(
             target,
-            delta.payload as { ops: DeltaOp[]; baseDigest: string; stateDigest: string },
+            translated ??
+              (delta.payload as { ops: DeltaOp[]; baseDigest: string; stateDigest: string }),
             { idempotencyKey },
           )
         ).seq
@@ -110,14 +123,23 @@ class Importer {
     this.written += events.length;
   }
 
-  async #matchExisting(event: LedgerEvent): Promise<void> {
+  async #matchExisting(
+    event: LedgerEvent,
+    translated?: { ops: DeltaOp[]; stateDigest: string },
+  ): Promise<void> {
     this.#existing ??= this.#client.events(this.#plan.target)[Symbol.asyncIterator]();
     const { value, done } = await this.#existing.next();
+    // A translated delta holds the target version's digests: its ops and result must match.
+    const payloadOf = (p: unknown) => {
+      if (!translated) return canonicalJson(p as never);
+      const { ops, stateDigest } = p as { ops: unknown; stateDigest: unknown };
+      return canonicalJson({ ops, stateDigest } as never);
+    };
     const same =
       !done &&
       value.seq === event.seq &&
       value.type === event.type &&
-      canonicalJson(value.payload) === canonicalJson(event.payload);
+      payloadOf(value.payload) === payloadOf(translated ?? event.payload);
     if (!same) {
       throw new CliError(
         'ErrStreamExists',
@@ -127,11 +149,18 @@ class Importer {
   }
 }
 
-const headOf = async (client: HefestoClient, stream: string): Promise<number> => {
+/** The target's seq and digest version (a stream created now: 2). */
+const headOf = async (
+  client: HefestoClient,
+  stream: string,
+): Promise<{ seq: number; digestVersion: 1 | 2 }> => {
   try {
-    return (await client.getStream(stream)).seq;
+    const head = await client.getStream(stream);
+    return { seq: head.seq, digestVersion: head.digestVersion ?? 1 };
   } catch (err) {
-    if (err instanceof HefestoApiError && err.code === 'ErrStreamNotFound') return 0;
+    if (err instanceof HefestoApiError && err.code === 'ErrStreamNotFound') {
+      return { seq: 0, digestVersion: NEW_STREAM_DIGEST_VERSION };
+    }
     throw err;
   }
 };
@@ -174,7 +203,9 @@ export const importFile: Command = {
     }
     const client = ctx.client();
     const source = check.header;
-    const resumeAt = await headOf(client, target);
+    const targetHead = await headOf(client, target);
+    const resumeAt = targetHead.seq;
+    const fileVersion = source.digestVersion ?? 1;
     if (resumeAt > source.head.seq) {
       throw new CliError(
         'ErrStreamExists',
@@ -186,6 +217,9 @@ export const importFile: Command = {
       keyPrefix: `import:${checked.digest.slice(0, 32)}:${target}:`,
       resumeAt,
       batchSize,
+      ...(fileVersion === targetHead.digestVersion
+        ? {}
+        : { translator: new DigestTranslator(fileVersion, targetHead.digestVersion) }),
     });
     const changed = () => new CliError('ErrFile', `${path} changed while it was being imported`);
     const again = await checkFile(ctx, path, {

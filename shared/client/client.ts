@@ -1,6 +1,4 @@
-import { canonicalJson } from '../domain/canonical.js';
 import { genesisHash } from '../domain/event.js';
-import { sha256Hex } from '../domain/hashing.js';
 import { verifyEvents } from '../domain/verify.js';
 import type {
   CheckpointDelta,
@@ -13,6 +11,7 @@ import type {
 import { ProofChecker } from './client-proofs.js';
 import { ClientVerificationError } from './errors.js';
 import { type RetryPolicy, Transport } from './http.js';
+import { provenValue, stateMatches } from './state-proofs.js';
 import type { TrustStore } from './trust-store.js';
 import { defaultTrustStorePath, FileTrustStore } from './trust-store-file.js';
 import { TrustedPoints } from './trusted-points.js';
@@ -34,6 +33,7 @@ import type {
   SagaCompensation,
   Scope,
   StateResult,
+  StateValue,
   StreamHead,
   VerifyResult,
 } from './types.js';
@@ -446,10 +446,64 @@ export class HefestoClient {
         query: { at: options.at },
       },
     );
-    if (this.#verify && sha256Hex(canonicalJson(body.state)) !== body.stateDigest) {
+    if (this.#verify && !stateMatches(body.state, body.stateDigest, body.digestVersion)) {
       throw new ClientVerificationError(body.seq, 'the state does not hash to its digest');
     }
     return body;
+  }
+
+  /**
+   * One value of the state, by RFC 6901 pointer (`/messages/3`), at the head or at `at`;
+   * a path the state does not hold is a 404 `ErrNotFound`. Not checked here: use
+   * {@link HefestoClient.getVerifiedValue} for a value proven against the hash chain.
+   *
+   * @example
+   * ```ts
+   * const { value } = await client.getValue('run-1', '/messages/3', { at: 12 });
+   * ```
+   */
+  async getValue(
+    streamId: string,
+    path: string,
+    options: { at?: number } = {},
+  ): Promise<StateValue> {
+    const query = { at: options.at, path };
+    return (
+      await this.#http.call<StateValue>('GET', `/v1/streams/${enc(streamId)}/state`, { query })
+    ).body;
+  }
+
+  /**
+   * One value of the state, proven (a v2 stream): the server answers the value with its
+   * Merkle path, and this client checks it against the state digest recorded by the
+   * checkpoint event at `at` (default: the head's last checkpoint), whose hash it verifies
+   * along the chain itself, so neither the rest of the state nor trust in the server is
+   * needed. `at` must be the seq of a checkpoint (a delta or a fork). A tampered value or
+   * proof is a `ClientVerificationError`.
+   *
+   * @example
+   * ```ts
+   * const message = await client.getVerifiedValue('run-1', '/messages/3');
+   * ```
+   */
+  async getVerifiedValue(
+    streamId: string,
+    path: string,
+    options: { at?: number } = {},
+  ): Promise<Json> {
+    const at = options.at ?? (await this.getStream(streamId)).stateSeq;
+    await this.#trustUpTo(streamId, at - 1);
+    const page = await this.#page(streamId, { from: at, limit: 1 });
+    const event = page.events[0];
+    if (event?.seq !== at) throw new ClientVerificationError(at, `no event at seq ${at}`);
+    this.#check(streamId, [event]);
+    const query = { at, path, proof: 'true' };
+    const { body } = await this.#http.call<StateValue>(
+      'GET',
+      `/v1/streams/${enc(streamId)}/state`,
+      { query },
+    );
+    return provenValue(body, event, path);
   }
 
   /**

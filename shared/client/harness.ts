@@ -1,6 +1,13 @@
 import { canonicalJson } from '../domain/canonical.js';
 import { sha256Hex } from '../domain/hashing.js';
-import { applyOps, EMPTY_STATE_DIGEST, type JsonObject } from '../domain/state.js';
+import { applyOps, type JsonObject } from '../domain/state.js';
+import {
+  type DigestVersion,
+  digestOfState,
+  digestVersionOf,
+  emptyStateDigest,
+  NEW_STREAM_DIGEST_VERSION,
+} from '../domain/state-digest.js';
 import type { HefestoClient } from './client.js';
 import { DivergenceDetectedError, HefestoApiError } from './errors.js';
 import type { DeltaOp, Json, LedgerEvent } from './types.js';
@@ -79,6 +86,8 @@ export class DurableRun {
   readonly streamId: string;
   #state: JsonObject;
   #digest: string;
+  /** The stream's state digest version (the head's `digestVersion`; new streams: 2). */
+  readonly #version: DigestVersion;
   #turn: number;
   /** Recorded turns still to replay: turn -> its recorded state digest. */
   readonly #recordedDigests: Map<number, string>;
@@ -94,13 +103,14 @@ export class DurableRun {
   constructor(
     client: HefestoClient,
     streamId: string,
-    start: { state: JsonObject; digest: string; turn: number },
+    start: { state: JsonObject; digest: string; turn: number; version?: DigestVersion },
     recorded: { digests: Map<number, string>; observations: Observation[] },
   ) {
     this.#client = client;
     this.streamId = streamId;
     this.#state = start.state;
     this.#digest = start.digest;
+    this.#version = start.version ?? NEW_STREAM_DIGEST_VERSION;
     this.#turn = start.turn;
     this.#recordedDigests = recorded.digests;
     this.#observations = new Map(recorded.observations.map((o) => [obsKey(o), o.value]));
@@ -312,7 +322,8 @@ export class DurableRun {
     // sees the same bytes before and after a crash.
     const json = canonicalJson(applyOps(structuredClone(this.#state), ops as never));
     const next = JSON.parse(json) as JsonObject;
-    const digest = sha256Hex(json);
+    // The digest of the stream's version, from the same domain code the server runs.
+    const digest = this.#version === 2 ? digestOfState(next, 2) : sha256Hex(json);
     const turn = this.#turn;
     const recorded = this.#recordedDigests.get(turn);
     if (recorded !== undefined) {
@@ -405,15 +416,18 @@ const load = async (
     head = await client.getStream(streamId);
   } catch (err) {
     if (err instanceof HefestoApiError && err.code === 'ErrStreamNotFound') {
+      // A stream created now is v2 (records-v2): its first checkpoint starts from v2's {}.
+      const version = NEW_STREAM_DIGEST_VERSION;
       return new DurableRun(
         client,
         streamId,
-        { state: {}, digest: EMPTY_STATE_DIGEST, turn: 1 },
+        { state: {}, digest: emptyStateDigest(version), turn: 1, version },
         { digests: new Map(), observations: [] },
       );
     }
     throw err;
   }
+  const version = digestVersionOf(head);
   if (options.replay) {
     const events = await readAll(client, streamId, 1);
     const digests = new Map<number, string>();
@@ -428,7 +442,7 @@ const load = async (
     return new DurableRun(
       client,
       streamId,
-      { state, digest: origin?.stateDigest ?? EMPTY_STATE_DIGEST, turn: 1 },
+      { state, digest: origin?.stateDigest ?? emptyStateDigest(version), turn: 1, version },
       { digests, observations: observationsOf(events) },
     );
   }
@@ -439,7 +453,7 @@ const load = async (
   return new DurableRun(
     client,
     streamId,
-    { state: canonicalOrder(at.state as JsonObject), digest: at.stateDigest, turn },
+    { state: canonicalOrder(at.state as JsonObject), digest: at.stateDigest, turn, version },
     { digests: new Map(), observations: observationsOf(pending).filter((o) => o.turn === turn) },
   );
 };

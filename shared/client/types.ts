@@ -77,6 +77,8 @@ export interface StreamHead {
   stateSeq: number;
   createdAt: string;
   updatedAt: string;
+  /** How the stream's state digests are computed: 1 (whole-state SHA-256) or 2 (Merkle). */
+  digestVersion?: 1 | 2;
 }
 
 /**
@@ -142,6 +144,26 @@ export interface StateResult {
   seq: number;
   state: { [key: string]: Json };
   stateDigest: string;
+  /** The stream's state digest version (absent from servers before state v2: 1). */
+  digestVersion?: 1 | 2;
+}
+
+/**
+ * One value of the state, read by RFC 6901 pointer; with a proof, its Merkle path
+ * (docs/state-v2.md), which {@link HefestoClient.getVerifiedValue} checks.
+ *
+ * @example
+ * ```ts
+ * const { value } = await client.getValue('run-1', '/messages/3');
+ * ```
+ */
+export interface StateValue {
+  seq: number;
+  stateDigest: string;
+  digestVersion: 1 | 2;
+  path: string;
+  value: Json;
+  proof?: { v: 2; digest: string; path: string; value: Json; nodes: string[] };
 }
 
 /**

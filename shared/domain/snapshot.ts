@@ -2,6 +2,8 @@ import { canonicalJson } from './canonical.js';
 import { TamperedLedgerError } from './errors.js';
 import { isHexHash, sha256, sha256Hex } from './hashing.js';
 import type { JsonObject } from './state.js';
+import { MerkleState } from './state-v2/index.js';
+import { build } from './state-v2/node.js';
 
 /**
  * Base snapshot codec (format v1): the full state of a stream at one seq.
@@ -15,6 +17,11 @@ import type { JsonObject } from './state.js';
  * reader recomputes it from what it read. The `encoding` field is where a later version will
  * name a content-addressed chunk list (so that snapshots share unchanged parts) instead of
  * inline bytes; v1 readers refuse any encoding they do not know.
+ *
+ * A stream with state digest v2 (records-v2 `digestVersion`) writes `digestVersion: 2` in the
+ * header, and `stateDigest` is then the Merkle digest of the state (docs/state-v2.md): the
+ * reader rebuilds the tree from the bytes to check it, and hands the tree on. A header without
+ * the field is v1; a reader expecting the other version refuses the snapshot.
  */
 
 export const SNAPSHOT_FORMAT_VERSION = 1;
@@ -28,11 +35,15 @@ export interface SnapshotHeader {
   hash: string;
   stateDigest: string;
   encoding: 'jcs';
+  /** 2: `stateDigest` is the v2 Merkle digest; absent: v1. */
+  digestVersion?: 2;
 }
 
 export interface Snapshot {
   header: SnapshotHeader;
   state: JsonObject;
+  /** v2 snapshots: the verified tree of `state` (its JSON is `state`). */
+  merkle?: MerkleState;
 }
 
 /** Encodes a snapshot; `stateJson` must be the canonical JSON of the state (already hashed). */
@@ -60,6 +71,8 @@ export interface SnapshotExpectation {
   stateDigest: string;
   /** The chain hash at seq, when the reader knows it. */
   hash?: string;
+  /** The stream's digest version (absent: 1). */
+  digestVersion?: 1 | 2;
 }
 
 /** Decodes a snapshot and checks it against what the trusted index says; fails closed. */
@@ -86,8 +99,10 @@ export const decodeSnapshot = (bytes: Uint8Array, expect: SnapshotExpectation): 
     fail('names another stream or seq');
   if (!isHexHash(h.hash) || h.stateDigest !== expect.stateDigest) fail('names another state');
   if (expect.hash !== undefined && h.hash !== expect.hash) fail('names another chain hash');
+  const v2 = expect.digestVersion === 2;
+  if ((h.digestVersion === 2) !== v2) fail('has another digest version than its stream');
   const body = buf.subarray(bodyStart);
-  if (sha256(body).toString('hex') !== expect.stateDigest)
+  if (!v2 && sha256(body).toString('hex') !== expect.stateDigest)
     fail('state bytes do not match their digest');
   let state: unknown;
   try {
@@ -97,7 +112,16 @@ export const decodeSnapshot = (bytes: Uint8Array, expect: SnapshotExpectation): 
   }
   if (typeof state !== 'object' || state === null || Array.isArray(state))
     fail('state is not an object');
-  return { header: h, state: state as JsonObject };
+  if (!v2) return { header: h, state: state as JsonObject };
+  let merkle: MerkleState | undefined;
+  try {
+    merkle = MerkleState.fromNode(build(state as JsonObject, 0)[0]);
+  } catch {
+    fail('state is not plain JSON');
+  }
+  const tree = merkle as MerkleState;
+  if (tree.digest() !== expect.stateDigest) fail('state bytes do not match their digest');
+  return { header: h, state: tree.state, merkle: tree };
 };
 
 /** Key of a snapshot object; the digest in the key keeps racing writers (forks) apart. */

@@ -43,6 +43,8 @@ export interface ForkPayload {
   source: { streamId: string; seq: number; hash: string };
   stateDigest: string;
   snapshotKey: string;
+  /** 2 on every fork written since state v2 (a fork is a v2 stream); absent: v1. */
+  digestVersion?: 2;
 }
 
 export const EMPTY_STATE_DIGEST = sha256Hex(canonicalJson({}));

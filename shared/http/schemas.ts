@@ -146,17 +146,23 @@ export const StreamHead = z
     stateSeq: Seq.openapi({ description: 'Seq of the last checkpoint (or fork); 0 before any' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
+    digestVersion: z.union([z.literal(1), z.literal(2)]).openapi({
+      description:
+        'How the stream’s state digests are computed: 1, SHA-256 of the RFC 8785 JSON of the ' +
+        'state (streams written before state v2); 2, the Merkle digest of docs/state-v2.md',
+    }),
   })
   .openapi('StreamHead', {
     example: {
       streamId: 'run-2024-06-01.a',
       seq: 1,
       hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
-      stateDigest: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+      stateDigest: '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327',
       deltas: 0,
       stateSeq: 0,
       createdAt: '2024-06-01T09:30:00.000Z',
       updatedAt: '2024-06-01T09:30:00.000Z',
+      digestVersion: 2,
     },
   });
 

@@ -94,6 +94,25 @@ export const StateQuery = z.object({
   at: z.coerce.number().int().min(1).optional().openapi({
     description: 'The seq to read the state at (time travel); default: the head',
   }),
+  path: Pointer.optional().openapi({
+    description:
+      'Read only the value at this RFC 6901 pointer (an array at a canonical index below its ' +
+      'length, an object at an own member); a path the state does not hold is 404 ErrNotFound',
+    example: '/messages/3',
+  }),
+  proof: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((v) => v === 'true')
+    .openapi({
+      description:
+        'With `path`: also answer the Merkle path of the value (docs/state-v2.md), to check it ' +
+        'against the state digest the hash chain records. State digest v2 streams only (else 400)',
+    }),
+});
+
+const DigestVersionField = z.union([z.literal(1), z.literal(2)]).openapi({
+  description: 'The stream’s state digest version (1: SHA-256 of the whole state, 2: Merkle)',
 });
 
 export const StateResult = z
@@ -101,12 +120,45 @@ export const StateResult = z
     seq: Seq,
     state: z.record(z.string(), z.unknown()),
     stateDigest: Digest,
+    digestVersion: DigestVersionField,
   })
   .openapi('StateResult', {
     example: {
       seq: 2,
       state: { messages: [{ role: 'user', text: 'hi' }], turn: 1 },
       stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      digestVersion: 2,
+    },
+  });
+
+export const StateProofSchema = z
+  .object({
+    v: z.literal(2),
+    digest: Digest,
+    path: z.string(),
+    value: z.unknown().openapi({ description: 'The value at the path' }),
+    nodes: z.array(z.string()).openapi({
+      description: 'Base64 hash inputs of the nodes from the state root down to the value',
+    }),
+  })
+  .openapi('StateProof');
+
+export const StateValueResult = z
+  .object({
+    seq: Seq,
+    stateDigest: Digest,
+    digestVersion: DigestVersionField,
+    path: z.string(),
+    value: z.unknown().openapi({ description: 'The value at the path (any JSON)' }),
+    proof: StateProofSchema.optional(),
+  })
+  .openapi('StateValueResult', {
+    example: {
+      seq: 2,
+      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      digestVersion: 2,
+      path: '/messages/0',
+      value: { role: 'user', text: 'hi' },
     },
   });
 

@@ -34,6 +34,11 @@ export interface AppendOptions {
   snapshotEvery?: number;
   /** Expiry of a new stream whose creating request names none, ms (0 = never). Default 0. */
   defaultTtlMs?: number;
+  /**
+   * State digest version of streams created from now on (records-v2). Default 2; 1 keeps
+   * creating v1 streams (the benches compare the two; forks are v2 whatever this says).
+   */
+  newStreamDigestVersion?: 1 | 2;
 }
 
 export interface AppendRequest {

@@ -16,7 +16,8 @@ import {
 import { genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
 import { decodeSegment, encodeSegment, segmentKey } from '../domain/segment.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
-import { DELTA_EVENT, EMPTY_STATE_DIGEST } from '../domain/state.js';
+import { DELTA_EVENT } from '../domain/state.js';
+import { emptyStateDigest, NEW_STREAM_DIGEST_VERSION } from '../domain/state-digest.js';
 import type { Item, JsonValue, TransactOp } from '../ports/record-store.js';
 import {
   type AppendOptions,
@@ -133,6 +134,7 @@ export class Appender {
       markEvery: options.markEvery ?? 16,
       snapshotEvery: options.snapshotEvery ?? 25,
       defaultTtlMs: options.defaultTtlMs ?? 0,
+      newStreamDigestVersion: options.newStreamDigestVersion ?? NEW_STREAM_DIGEST_VERSION,
     };
   }
 
@@ -142,11 +144,14 @@ export class Appender {
     const item = await headItem(this.#o.records, tenant, stream);
     if (item) return { ...toHead(item), exists: true };
     const now = this.#o.clock.now();
+    // A stream created now uses state digest v2 (records-v2); the first commit writes it.
+    const version = this.#o.newStreamDigestVersion;
     return {
       seq: 0,
       hash: genesisHash(tenant, stream),
       epoch: 0,
-      stateDigest: EMPTY_STATE_DIGEST,
+      ...(version === 2 ? { digestVersion: 2 as const } : {}),
+      stateDigest: emptyStateDigest(version),
       deltas: 0,
       stateSeq: 0,
       createdAt: now,
@@ -490,6 +495,7 @@ export class Appender {
               stateSeq: segment.stateSeq,
               createdAt: now,
               updatedAt: now,
+              ...(head.digestVersion === undefined ? {} : { digestVersion: head.digestVersion }),
               ...depth,
               ...extras.head,
               ...tree.set,

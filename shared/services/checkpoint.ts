@@ -8,23 +8,26 @@ import {
   StreamExistsError,
 } from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
-import { sha256Hex } from '../domain/hashing.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import {
-  applyOps,
   DELTA_EVENT,
   type DeltaOp,
   type DeltaPayload,
-  EMPTY_STATE_DIGEST,
   FORK_EVENT,
   type ForkPayload,
-  type JsonObject,
 } from '../domain/state.js';
+import {
+  digestOfState,
+  digestVersionOf,
+  emptyStateDigest,
+  NEW_STREAM_DIGEST_VERSION,
+} from '../domain/state-digest.js';
 import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
 import type { AppendResponse } from './layout.js';
 import type { Reader } from './reader.js';
 import type { StateStore } from './state.js';
+import { WorkingState } from './working-state.js';
 
 /**
  * Delta checkpoints and forks.
@@ -38,6 +41,11 @@ import type { StateStore } from './state.js';
  * object (put-if-absent) after the commit, from the canonical JSON it already computed for
  * the digest; it never holds the head or another append. If it dies first, the next
  * hydration that applies K deltas writes the missing base.
+ *
+ * Digests follow the head's `digestVersion` (records-v2): a stream created now is v2 (the
+ * Merkle digest, re-hashing only the paths the ops touch, from the tree kept in the warm
+ * cache), a stream written before keeps v1 for ever, and a fork is v2 whatever its source.
+ * The divergence trap compares digests of the stream's own version.
  *
  * Payload v2 (docs/records-v2.md), written when a request names any of `label`, `meta`,
  * `parentLabel` or `baseSeq`:
@@ -98,21 +106,22 @@ export interface ForkResult {
 /**
  * The latest state of recently checkpointed streams, keyed by digest, so a warm process does
  * not hydrate before every checkpoint. Entries are taken out while in use (ops apply in
- * place) and put back only after a successful commit.
+ * place) and put back only after a successful commit. A v2 entry keeps its Merkle tree (the
+ * hash of every node), so the next checkpoint re-hashes only the paths its ops touch.
  */
 export class StateCache {
-  readonly #entries = new Map<string, { digest: string; state: JsonObject }>();
+  readonly #entries = new Map<string, { digest: string; state: WorkingState }>();
 
   constructor(readonly maxEntries = 256) {}
 
-  take(tenant: string, stream: string, digest: string): JsonObject | undefined {
+  take(tenant: string, stream: string, digest: string): WorkingState | undefined {
     const key = `${tenant}\u0000${stream}`;
     const entry = this.#entries.get(key);
     this.#entries.delete(key);
     return entry?.digest === digest ? entry.state : undefined;
   }
 
-  put(tenant: string, stream: string, digest: string, state: JsonObject): void {
+  put(tenant: string, stream: string, digest: string, state: WorkingState): void {
     const key = `${tenant}\u0000${stream}`;
     this.#entries.delete(key);
     this.#entries.set(key, { digest, state });
@@ -155,9 +164,8 @@ export class Checkpointer {
     }
     const linear = req.baseSeq === undefined || req.baseSeq === head.stateSeq;
     const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
-    const next = applyOps(from.state, req.ops);
-    const stateJson = canonicalJson(next);
-    const stateDigest = sha256Hex(stateJson);
+    const next = from.state.apply(req.ops);
+    const stateDigest = next.digest;
     if (req.stateDigest !== undefined && req.stateDigest !== stateDigest) {
       throw new DivergenceError('stateDigest is not what the ops yield', head.seq + 1, stateDigest);
     }
@@ -177,8 +185,9 @@ export class Checkpointer {
           seq: outcome.response.lastSeq,
           hash: outcome.response.head.hash,
           stateDigest,
-          stateJson,
+          stateJson: next.json(),
           deltas: outcome.deltas,
+          digestVersion: next.version,
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
@@ -190,9 +199,12 @@ export class Checkpointer {
   async #headState(req: CheckpointRequest, head: ChainHead) {
     if (head.stateDigest !== req.baseDigest) throw DivergenceError.staleBase(head);
     const { states, cache } = this.#o;
+    const version = digestVersionOf(head);
     const state =
       cache.take(req.tenant, req.stream, head.stateDigest) ??
-      (head.exists ? (await states.hydrate(req.tenant, req.stream, head.seq)).state : {});
+      (head.exists
+        ? (await states.hydrate(req.tenant, req.stream, head.seq)).working
+        : WorkingState.empty(version));
     return { state, depth: head.stateDepth ?? head.deltas % states.snapshotEvery };
   }
 
@@ -210,10 +222,11 @@ export class Checkpointer {
       );
     }
     if (at === 0) {
-      if (req.baseDigest !== EMPTY_STATE_DIGEST) {
+      const version = digestVersionOf(head);
+      if (req.baseDigest !== emptyStateDigest(version)) {
         throw new DivergenceError('baseDigest is not the digest of the empty state', 0);
       }
-      return { state: {} as JsonObject, depth: 0 };
+      return { state: WorkingState.empty(version), depth: 0 };
     }
     const [event] = (
       await this.#o.reader.readEvents(req.tenant, req.stream, { from: at, limit: 1 })
@@ -230,7 +243,7 @@ export class Checkpointer {
       );
     }
     const hydrated = await this.#o.states.hydrate(req.tenant, req.stream, at);
-    return { state: hydrated.state, depth: hydrated.depth };
+    return { state: hydrated.working, depth: hydrated.depth };
   }
 
   /** The event payload: v1 unless the request uses a v2 field. */
@@ -281,16 +294,24 @@ export class Checkpointer {
     const target = await appender.readHead(req.tenant, stream);
     if (target.exists && target.seq > 0) throw new StreamExistsError(stream);
     const origin = await states.hydrate(req.tenant, req.source, req.at);
+    // The new stream is v2 whatever the source's version: its digest is taken again.
+    const version = NEW_STREAM_DIGEST_VERSION;
+    const stateDigest =
+      origin.working.version === version
+        ? origin.stateDigest
+        : digestOfState(origin.state, version);
     const snapshotKey = await states.writeSnapshotObject(req.tenant, stream, {
       seq: 0,
       hash: genesisHash(req.tenant, stream),
-      stateDigest: origin.stateDigest,
+      stateDigest,
       stateJson: canonicalJson(origin.state),
+      digestVersion: version,
     });
     const payload: ForkPayload = {
       source: { streamId: req.source, seq: origin.seq, hash: origin.hash },
-      stateDigest: origin.stateDigest,
+      stateDigest,
       snapshotKey,
+      digestVersion: version,
     };
     try {
       const outcome = await appender.append({

@@ -1,4 +1,3 @@
-import { canonicalJson } from '../domain/canonical.js';
 import type { Clock } from '../ports/clock.js';
 import type { LeaseService } from './leases.js';
 import type { Reader } from './reader.js';
@@ -66,7 +65,8 @@ export class Drainer {
         seq: at.seq,
         hash: at.hash,
         stateDigest: at.stateDigest,
-        stateJson: canonicalJson(at.state),
+        stateJson: at.working.json(),
+        digestVersion: at.working.version,
       });
       snapshot = true;
     }

@@ -134,6 +134,8 @@ export interface HeadRecord {
   treeHead?: SignedTreeHead;
   /** The stream moved since the witness last published it (its marker is stored). */
   witPending?: boolean;
+  /** How the stream's state digests are computed (records-v2); absent: 1. */
+  digestVersion?: 2;
 }
 
 /**
@@ -206,6 +208,7 @@ export const toHead = (item: Item): HeadRecord => ({
         ? (item.treeHead as unknown as SignedTreeHead)
         : undefined,
     witPending: item.witPending === true ? true : undefined,
+    digestVersion: item.digestVersion === 2 ? (2 as const) : undefined,
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),

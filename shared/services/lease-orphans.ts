@@ -1,6 +1,6 @@
 import { ConflictError } from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
-import { EMPTY_STATE_DIGEST } from '../domain/state.js';
+import { emptyStateDigest, NEW_STREAM_DIGEST_VERSION } from '../domain/state-digest.js';
 import type { ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { ChainHead } from './append-model.js';
 import { type CommitExtrasOptions, commitExtras } from './commit-extras.js';
@@ -113,7 +113,8 @@ export const barOrphanWriter = async (
       seq: 0,
       hash: genesisHash(tenant, stream),
       epoch: 1,
-      stateDigest: EMPTY_STATE_DIGEST,
+      digestVersion: NEW_STREAM_DIGEST_VERSION,
+      stateDigest: emptyStateDigest(NEW_STREAM_DIGEST_VERSION),
       deltas: 0,
       stateSeq: 0,
       createdAt: now,

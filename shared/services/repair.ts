@@ -1,6 +1,8 @@
 import { ConflictError, StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
-import { EMPTY_STATE_DIGEST } from '../domain/state.js';
+import { DELTA_EVENT, EMPTY_STATE_DIGEST, FORK_EVENT } from '../domain/state.js';
+import { type DigestVersion, digestVersionOf, emptyStateDigest } from '../domain/state-digest.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../domain/state-v2/index.js';
 import type { ChainPoint } from '../domain/verify.js';
 import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
@@ -44,7 +46,13 @@ export interface RepairResult {
   repaired: boolean;
   /** The head found before, or null when there was none. */
   before: { seq: number; hash: string } | null;
-  head: { seq: number; hash: string; stateDigest: string; deltas: number; stateSeq: number };
+  head: {
+    seq: number;
+    hash: string;
+    stateDigest: string;
+    deltas: number;
+    stateSeq: number;
+  };
   /** The pruning point the repaired chain starts after, when pruned. */
   prunedSeq?: number;
 }
@@ -59,7 +67,24 @@ interface ChainStart {
   point: ChainPoint;
   effect: StateEffect;
   pruned: boolean;
+  /** The digest version when no event shows one: a pruning point's base says it. */
+  digestVersion: DigestVersion;
 }
+
+/** The digest version the first state-setting event of a batch shows, if it shows one. */
+const versionShownBy = (
+  events: Array<{ type: string; payload: () => unknown }>,
+): DigestVersion | undefined => {
+  for (const e of events) {
+    const payload = e.payload() as { digestVersion?: unknown; baseDigest?: unknown } | null;
+    if (e.type === FORK_EVENT) return payload?.digestVersion === 2 ? 2 : 1;
+    if (e.type !== DELTA_EVENT) continue;
+    if (payload?.baseDigest === EMPTY_STATE_DIGEST_V2) return 2;
+    if (payload?.baseDigest === EMPTY_STATE_DIGEST) return 1;
+    return undefined;
+  }
+  return undefined;
+};
 
 export class HeadRepair {
   readonly #o: HeadRepairOptions;
@@ -80,10 +105,12 @@ export class HeadRepair {
     let firstTs: number | undefined;
     const empty: TreeState = { treeBase: 0, treeSize: 0, frontier: [] };
     let tree: TreeState | undefined;
+    let version: DigestVersion | undefined = current ? digestVersionOf(current) : undefined;
     await reader.retrying(async () => {
       effect = start.effect;
       end = start.point;
       tree = start.pruned ? undefined : empty;
+      version = current ? digestVersionOf(current) : undefined;
       await reader.walk(
         tenant,
         stream,
@@ -97,6 +124,7 @@ export class HeadRepair {
               tree,
               seg.events.map((ev) => ev.hash),
             );
+          version ??= versionShownBy(sealedEffect(seg.events));
           if (seg.events[0]?.seq === 1) firstTs = seg.events[0].ts;
           end = { seq: e.lastSeq, hash: e.lastHash };
           return true;
@@ -104,6 +132,10 @@ export class HeadRepair {
       );
     });
 
+    // A deleted head's digest version is read off the chain: a fork says it, a first delta
+    // starts from the empty state of its version; a chain with neither never hashed a state.
+    const digestVersion = version ?? start.digestVersion;
+    if (effect.stateSeq === 0) effect = { ...effect, stateDigest: emptyStateDigest(digestVersion) };
     const head = { seq: end.seq, hash: end.hash, ...effect };
     const result = {
       before: current ? { seq: current.seq, hash: current.hash } : null,
@@ -117,7 +149,8 @@ export class HeadRepair {
       : ['seq', 'hash', 'stateDigest', 'deltas', 'stateSeq'];
     const matches = current !== undefined && compared.every((k) => current[k] === head[k]);
     if (!matches) {
-      await this.#write(tenant, stream, current, head, start, firstTs ?? clock.now(), tree);
+      const written = digestVersion === 2 ? { ...head, digestVersion } : head;
+      await this.#write(tenant, stream, current, written, start, firstTs ?? clock.now(), tree);
     }
     return { repaired: !matches, ...result };
   }
@@ -128,6 +161,7 @@ export class HeadRepair {
       point: { seq: 0, hash: genesisHash(tenant, stream) },
       effect: { stateDigest: EMPTY_STATE_DIGEST, deltas: 0, stateSeq: 0 },
       pruned: false,
+      digestVersion: 2,
     };
     let point: ChainPoint;
     if (current) {
@@ -153,7 +187,12 @@ export class HeadRepair {
       deltas: snapshot.deltas ?? 0,
       stateSeq: point.seq,
     };
-    return { point, effect, pruned: true };
+    return {
+      point,
+      effect,
+      pruned: true,
+      digestVersion: digestVersionOf(base as { digestVersion?: unknown }),
+    };
   }
 
   /** Step 4. */

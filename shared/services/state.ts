@@ -1,4 +1,3 @@
-import { canonicalJson } from '../domain/canonical.js';
 import {
   DivergenceError,
   InvalidInputError,
@@ -6,17 +5,15 @@ import {
   TamperedLedgerError,
 } from '../domain/errors.js';
 import type { LedgerEvent } from '../domain/event.js';
-import { sha256Hex } from '../domain/hashing.js';
 import { decodeSnapshot, encodeSnapshot, snapshotKey } from '../domain/snapshot.js';
 import {
-  applyOps,
   DELTA_EVENT,
   type DeltaPayload,
-  EMPTY_STATE_DIGEST,
   FORK_EVENT,
   type ForkPayload,
   type JsonObject,
 } from '../domain/state.js';
+import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import {
@@ -28,6 +25,7 @@ import {
   toSnapshotIndex,
 } from './layout.js';
 import type { Reader } from './reader.js';
+import { WorkingState } from './working-state.js';
 
 /**
  * Hydration: the state of a stream at any seq, from one base snapshot and the events after it.
@@ -43,11 +41,18 @@ import type { Reader } from './reader.js';
  * that is not the state the walk holds (a time-travel branch), the state at `baseSeq` is
  * hydrated first (recursively, by the same rule), and the walk goes on from the delta's
  * result: the ledger stays one line, every delta's result is the state after it.
+ *
+ * Digests are of the head's `digestVersion` (records-v2): v1 streams hash the canonical JSON
+ * after every delta, as they always did; v2 streams build the Merkle tree of the base once
+ * and re-hash only the paths each delta touches (working-state.ts).
  */
 
 export interface HydratedState {
   seq: number;
+  /** The state (the live JSON of `working`). */
   state: JsonObject;
+  /** The state with what its digest version hashes it by, for a checkpoint to go on from. */
+  working: WorkingState;
   stateDigest: string;
   /** Chain hash of event `seq`. */
   hash: string;
@@ -61,6 +66,17 @@ export interface HydratedState {
   depth: number;
 }
 
+/** Where a snapshot object is written: the state at a seq, its digest and its version. */
+export interface SnapshotAt {
+  seq: number;
+  hash: string;
+  stateDigest: string;
+  /** The state's RFC 8785 canonical JSON. */
+  stateJson: string;
+  /** The stream's digest version (absent: 1). */
+  digestVersion?: DigestVersion;
+}
+
 export interface StateStoreOptions {
   objects: ObjectStore;
   records: RecordStore;
@@ -68,8 +84,6 @@ export interface StateStoreOptions {
   /** A base snapshot every K deltas. Default 25. */
   snapshotEvery?: number;
 }
-
-const digestOf = (state: JsonObject) => sha256Hex(canonicalJson(state));
 
 export class StateStore {
   readonly #o: Required<StateStoreOptions>;
@@ -83,14 +97,17 @@ export class StateStore {
   }
 
   /** Writes a snapshot object (put-if-absent; same bytes again is fine) and returns its key. */
-  async writeSnapshotObject(
-    tenant: string,
-    stream: string,
-    at: { seq: number; hash: string; stateDigest: string; stateJson: string },
-  ): Promise<string> {
+  async writeSnapshotObject(tenant: string, stream: string, at: SnapshotAt): Promise<string> {
     const key = snapshotKey(tenant, stream, at.seq, at.stateDigest);
     const body = encodeSnapshot(
-      { tenant, stream, seq: at.seq, hash: at.hash, stateDigest: at.stateDigest },
+      {
+        tenant,
+        stream,
+        seq: at.seq,
+        hash: at.hash,
+        stateDigest: at.stateDigest,
+        ...(at.digestVersion === 2 ? { digestVersion: 2 as const } : {}),
+      },
       at.stateJson,
     );
     await this.#o.objects.putIfAbsent(key, body);
@@ -105,7 +122,7 @@ export class StateStore {
   async writeSnapshot(
     tenant: string,
     stream: string,
-    at: { seq: number; hash: string; stateDigest: string; stateJson: string; deltas?: number },
+    at: SnapshotAt & { deltas?: number },
   ): Promise<string> {
     const key = await this.writeSnapshotObject(tenant, stream, at);
     await this.#o.records.put({
@@ -115,6 +132,7 @@ export class StateStore {
       stateDigest: at.stateDigest,
       objectKey: key,
       ...(at.deltas === undefined ? {} : { deltas: at.deltas }),
+      ...(at.digestVersion === 2 ? { digestVersion: 2 } : {}),
     });
     await this.#o.records.delete(baseDueKey(tenant, stream, at.seq));
     return key;
@@ -132,8 +150,9 @@ export class StateStore {
       seq,
       hash: at.hash,
       stateDigest: at.stateDigest,
-      stateJson: canonicalJson(at.state),
+      stateJson: at.working.json(),
       deltas: at.deltas,
+      digestVersion: at.working.version,
     });
   }
 
@@ -141,12 +160,16 @@ export class StateStore {
     tenant: string,
     stream: string,
     objectKey: string,
-    expect: { seq: number; stateDigest: string; hash?: string },
+    expect: { seq: number; stateDigest: string; hash?: string; digestVersion: DigestVersion },
   ) {
     const stored = await this.#o.objects.get(objectKey);
     if (!stored)
       throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
-    return decodeSnapshot(stored.body, { tenant, stream, ...expect });
+    const snapshot = decodeSnapshot(stored.body, { tenant, stream, ...expect });
+    const working = snapshot.merkle
+      ? WorkingState.ofTree(snapshot.merkle)
+      : WorkingState.of(snapshot.state, 1, expect.stateDigest);
+    return { ...snapshot, working };
   }
 
   /** The latest indexed base snapshot at or before `seq`, if any. */
@@ -184,13 +207,17 @@ export class StateStore {
       this.#baseAtOrBefore(tenant, stream, at),
       this.#o.reader.checkHead(tenant, stream, head),
     ]);
-    let state: JsonObject = {};
-    let digest = EMPTY_STATE_DIGEST;
+    const version = digestVersionOf(head);
+    let state = WorkingState.empty(version);
+    let digest = state.digest;
     let hash = '';
     let from = 1;
     if (base) {
-      const snapshot = await this.#loadSnapshot(tenant, stream, base.objectKey, base);
-      state = snapshot.state;
+      const snapshot = await this.#loadSnapshot(tenant, stream, base.objectKey, {
+        ...base,
+        digestVersion: version,
+      });
+      state = snapshot.working;
       digest = base.stateDigest;
       hash = base.hash;
       from = base.seq + 1;
@@ -223,7 +250,7 @@ export class StateStore {
           stateSeq = event.seq;
           deltasApplied++;
         } else if (event.type === FORK_EVENT) {
-          ({ state, digest } = await this.#applyFork(tenant, stream, event));
+          ({ state, digest } = await this.#applyFork(tenant, stream, event, version));
           depth = 0;
           stateSeq = event.seq;
         }
@@ -243,7 +270,8 @@ export class StateStore {
     const deltas = base ? base.deltas : 0;
     return {
       seq: at,
-      state,
+      state: state.state,
+      working: state,
       stateDigest: digest,
       hash,
       deltasApplied,
@@ -259,10 +287,13 @@ export class StateStore {
     stream: string,
     seq: number,
     head: Awaited<ReturnType<Reader['head']>>,
-  ): Promise<{ state: JsonObject; digest: string; depth: number }> {
-    if (seq === 0) return { state: {}, digest: EMPTY_STATE_DIGEST, depth: 0 };
+  ): Promise<{ state: WorkingState; digest: string; depth: number }> {
+    if (seq === 0) {
+      const empty = WorkingState.empty(digestVersionOf(head));
+      return { state: empty, digest: empty.digest, depth: 0 };
+    }
     const at = await this.#hydrate(tenant, stream, seq, head);
-    return { state: at.state, digest: at.stateDigest, depth: at.depth };
+    return { state: at.working, digest: at.stateDigest, depth: at.depth };
   }
 
   /** Where a forked stream came from (its first event), verified like any read. */
@@ -272,7 +303,7 @@ export class StateStore {
     return (first.payload as unknown as ForkPayload).source;
   }
 
-  #applyDelta(event: LedgerEvent, state: JsonObject, digest: string): JsonObject {
+  #applyDelta(event: LedgerEvent, state: WorkingState, digest: string): WorkingState {
     const payload = event.payload as unknown as DeltaPayload;
     if (payload.baseDigest !== digest) {
       throw new DivergenceError(
@@ -281,9 +312,8 @@ export class StateStore {
         digest,
       );
     }
-    const next = applyOps(state, payload.ops);
-    const recomputed = digestOf(next);
-    if (recomputed !== payload.stateDigest) {
+    const next = state.apply(payload.ops);
+    if (next.digest !== payload.stateDigest) {
       throw new DivergenceError(
         `state after seq ${event.seq} does not match its recorded digest`,
         event.seq,
@@ -293,14 +323,15 @@ export class StateStore {
     return next;
   }
 
-  async #applyFork(tenant: string, stream: string, event: LedgerEvent) {
+  async #applyFork(tenant: string, stream: string, event: LedgerEvent, version: DigestVersion) {
     const payload = event.payload as unknown as ForkPayload;
     if (event.seq !== 1)
       throw new TamperedLedgerError(event.seq, 'a fork event can only open a stream');
     const snapshot = await this.#loadSnapshot(tenant, stream, payload.snapshotKey, {
       seq: 0,
       stateDigest: payload.stateDigest,
+      digestVersion: version,
     });
-    return { state: snapshot.state, digest: payload.stateDigest };
+    return { state: snapshot.working, digest: payload.stateDigest };
   }
 }

@@ -3,6 +3,7 @@ import { genesisHash, payloadJsonOf, type SealedEvent } from '../domain/event.js
 import type { DecodeOptions } from '../domain/segment.js';
 import { decodeSnapshot } from '../domain/snapshot.js';
 import { FORK_EVENT, type ForkPayload } from '../domain/state.js';
+import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { mapLimit } from './compact-types.js';
@@ -126,9 +127,10 @@ export class Verifier {
     hashes.set(start.seq, start.hash);
 
     const floor = head.prunedSeq ?? 0;
+    const version = digestVersionOf(head);
     const judged = snapshots.filter((s) => s.seq >= floor && s.seq <= head.seq);
     const failures = await mapLimit(judged, this.#o.concurrency, (record) =>
-      this.#checkSnapshot(tenant, stream, record, hashes.get(record.seq)).then(
+      this.#checkSnapshot(tenant, stream, record, hashes.get(record.seq), version).then(
         () => undefined,
         (err: unknown) => err,
       ),
@@ -137,7 +139,7 @@ export class Verifier {
     const failure = failures.find((f) => f !== undefined);
     if (failure !== undefined) throw failure;
     if (floor === 0 && first?.type === FORK_EVENT)
-      await this.#checkForkOrigin(tenant, stream, first);
+      await this.#checkForkOrigin(tenant, stream, first, version);
     return { ok: true, ...end };
   }
 
@@ -161,6 +163,7 @@ export class Verifier {
     stream: string,
     record: SnapshotIndexRecord,
     chainHash: string | undefined,
+    digestVersion: DigestVersion,
   ): Promise<void> {
     if (chainHash === undefined) throw badSnapshot(record.seq, 'the chain does not hold its seq');
     if (record.hash !== chainHash) throw badSnapshot(record.seq, 'names another chain hash');
@@ -171,14 +174,19 @@ export class Verifier {
       throw badSnapshot(record.seq, 'its object is missing');
     }
     try {
-      decodeSnapshot(stored.body, { tenant, stream, ...record, hash: chainHash });
+      decodeSnapshot(stored.body, { tenant, stream, ...record, hash: chainHash, digestVersion });
     } catch (err) {
       if (err instanceof TamperedLedgerError) throw badSnapshot(record.seq, err.message, err);
       throw err;
     }
   }
 
-  async #checkForkOrigin(tenant: string, stream: string, first: SealedEvent): Promise<void> {
+  async #checkForkOrigin(
+    tenant: string,
+    stream: string,
+    first: SealedEvent,
+    digestVersion: DigestVersion,
+  ): Promise<void> {
     const bad = (why: string, cause?: unknown) =>
       new TamperedObjectError(
         'fork-origin',
@@ -199,6 +207,7 @@ export class Verifier {
         seq: 0,
         stateDigest: payload.stateDigest,
         hash: genesisHash(tenant, stream),
+        digestVersion,
       });
     } catch (err) {
       if (err instanceof TamperedLedgerError) throw bad(err.message, err);

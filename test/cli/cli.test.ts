@@ -17,7 +17,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'bin/hefesto.mjs');
 const ROOT_KEY = 'root-key-for-cli-tests-0123456789';
 const STREAM = 'run-1';
-const EMPTY_DIGEST = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
+const EMPTY_DIGEST = '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327';
 
 interface Run {
   code: number | string;
@@ -268,6 +268,7 @@ describe('hefesto CLI', () => {
         tenant: 'default',
         streamId: STREAM,
         head: { seq: 1207 },
+        digestVersion: 2,
       });
       expect(events).toHaveLength(1207);
       expect(Object.keys(events[0])).toEqual(['seq', 'ts', 'type', 'payload', 'prevHash', 'hash']);

@@ -50,6 +50,20 @@ describe('ExportReader', () => {
       expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
     });
 
+    it('records the digest version in the header, and reads files written before it as v1', () => {
+      const [head, ...rest] = good;
+      const v2 = headerLine({ ...JSON.parse(head ?? ''), digestVersion: 2 });
+      expect(JSON.parse(v2)).toMatchObject({ digestVersion: 2 });
+      expect(check([v2, ...rest]).result).toMatchObject({ ok: true, header: { digestVersion: 2 } });
+      expect(JSON.parse(head ?? '')).not.toHaveProperty('digestVersion');
+      expect(check(good).result).toMatchObject({ ok: true });
+      const bad = headerLine({ ...JSON.parse(head ?? ''), digestVersion: 3 });
+      expect(check([bad, ...rest]).result).toMatchObject({
+        ok: false,
+        reason: 'header digestVersion must be 1 or 2',
+      });
+    });
+
     it('accepts the export of an empty stream', () => {
       expect(check(fileLines('acme', 'empty', [])).result).toMatchObject({ ok: true, events: 0 });
     });

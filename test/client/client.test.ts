@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { ClientVerificationError, HefestoApiError } from '../../shared/client/errors.js';
+import { emptyStateDigest } from '../../shared/domain/state-digest.js';
+import { digestV2 } from '../../shared/domain/state-v2/index.js';
 
 /** The client SDK against the embedded server over real HTTP. */
 
@@ -113,5 +115,85 @@ describe('HefestoClient against the embedded server', () => {
     // Without verification the forged value would have been believed.
     const trusting = client({ fetch: tampering });
     expect((await trusting.readEvents('s5')).events[1]?.payload).toEqual({ amount: 2000 });
+  });
+});
+
+describe('HefestoClient reads of one value, proven (state digest v2)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hefesto-client-proof-'));
+  let server: ServerProcess;
+  const client = (fetchImpl?: typeof fetch) =>
+    new HefestoClient({
+      baseUrl: server.url,
+      apiKey: ROOT,
+      sleep: async () => {},
+      verify: true,
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    });
+  /** A server answer to proof reads edited on the way (a lying or compromised server). */
+  const tampering =
+    (edit: (body: { value: unknown; proof: { value: unknown; nodes: string[] } }) => void) =>
+    async (input: string | URL | Request, init?: RequestInit) => {
+      const res = await fetch(input, init);
+      if (!String(input).includes('proof=true')) return res;
+      const body = (await res.json()) as Parameters<typeof edit>[0];
+      edit(body);
+      return new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
+    };
+  const LIST = Array.from({ length: 200 }, (_, i) => `item ${i}`);
+
+  beforeAll(async () => {
+    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
+    const c = client();
+    const one = await c.checkpoint('p1', {
+      ops: [{ op: 'set', path: '/list', value: LIST }],
+      baseDigest: emptyStateDigest(2),
+    });
+    await c.append('p1', [{ type: 'note', payload: {} }]);
+    await c.checkpoint('p1', {
+      ops: [{ op: 'set', path: '/list/65', value: 'edited' }],
+      baseDigest: one.stateDigest,
+    });
+  });
+  afterAll(async () => {
+    server.child.kill('SIGTERM');
+    await server.exited;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('checks the value against the digest the verified chain records, at the head or a checkpoint', async () => {
+    const c = client();
+    expect((await c.getStream('p1')).digestVersion).toBe(2);
+    expect(await c.getVerifiedValue('p1', '/list/65')).toBe('edited');
+    expect(await c.getVerifiedValue('p1', '/list/65', { at: 1 })).toBe('item 65');
+    expect((await c.getValue('p1', '/list/199')).value).toBe('item 199');
+    // The whole state is checked with the stream's version too (verify: true).
+    const state = await c.getState('p1');
+    expect(state).toMatchObject({ digestVersion: 2, stateDigest: digestV2(state.state) });
+    // seq 2 is a note: it records no state, so there is nothing to prove against.
+    await expect(c.getVerifiedValue('p1', '/list/0', { at: 2 })).rejects.toBeInstanceOf(
+      ClientVerificationError,
+    );
+  });
+
+  it('refuses a tampered value or proof', async () => {
+    const edits = [
+      (b: { value: unknown; proof: { value: unknown } }) => {
+        b.value = 'forged';
+        b.proof.value = 'forged';
+      },
+      (b: { proof: { nodes: string[] } }) => {
+        const node = Buffer.from(b.proof.nodes[0] as string, 'base64');
+        node[20] = (node[20] ?? 0) ^ 1;
+        b.proof.nodes[0] = node.toString('base64');
+      },
+      (b: { proof: { nodes: string[] } }) => {
+        b.proof.nodes.pop();
+      },
+    ];
+    for (const edit of edits) {
+      await expect(
+        client(tampering(edit as never) as typeof fetch).getVerifiedValue('p1', '/list/65'),
+      ).rejects.toBeInstanceOf(ClientVerificationError);
+    }
   });
 });

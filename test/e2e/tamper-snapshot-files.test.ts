@@ -12,7 +12,7 @@ import { type StoredRows, storedRows } from '../support/local-rows.js';
 /** The seq a snapshot stands for: its name starts with it, 16 digits. */
 const seqOf = (file: string): number => Number(/(\d{16})-[0-9a-f]{64}/.exec(file)?.[1]);
 
-const EMPTY = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
+const EMPTY = '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327';
 
 describe('flipping any byte of any stored snapshot', () => {
   let h: Harness;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import {
   createHarness,
   type Harness,
@@ -31,7 +31,7 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
     const first = await read<Checkpointed>(
       cp('t1', {
         ops: [{ op: 'set', path: '/m', value: ['hi'] }],
-        baseDigest: EMPTY_STATE_DIGEST,
+        baseDigest: EMPTY_STATE_DIGEST_V2,
         label: 'c-1',
         meta: { source: 'input', step: -1 },
       }),
@@ -72,7 +72,7 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
 
   it('answers 409 ErrLabelExists for a label the stream holds, and 404 for an unknown one', async () => {
     const body = { ops: [{ op: 'set', path: '/a', value: 1 }], label: 'dup' };
-    const ok = await read<Checkpointed>(cp('t1', { ...body, baseDigest: EMPTY_STATE_DIGEST }));
+    const ok = await read<Checkpointed>(cp('t1', { ...body, baseDigest: EMPTY_STATE_DIGEST_V2 }));
     const res = await cp('t1', { ...body, baseDigest: ok.stateDigest });
     expect(res.status).toBe(409);
     expect((await read<ProblemBody>(res)).code).toBe('ErrLabelExists');
@@ -82,7 +82,7 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
   });
 
   it('refuses bad labels, meta over 16 KiB and bad baseSeq with 400, writing nothing', async () => {
-    const base = { ops: [{ op: 'set', path: '/a', value: 1 }], baseDigest: EMPTY_STATE_DIGEST };
+    const base = { ops: [{ op: 'set', path: '/a', value: 1 }], baseDigest: EMPTY_STATE_DIGEST_V2 };
     for (const extra of [
       { label: 'has space' },
       { label: 'a#b' },
@@ -105,7 +105,7 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
 
   it('branches with baseSeq and traps a baseDigest that is not the state there', async () => {
     const c1 = await read<Checkpointed>(
-      cp('t1', { ops: [{ op: 'set', path: '/m', value: [1] }], baseDigest: EMPTY_STATE_DIGEST }),
+      cp('t1', { ops: [{ op: 'set', path: '/m', value: [1] }], baseDigest: EMPTY_STATE_DIGEST_V2 }),
     );
     const c2 = await read<Checkpointed>(
       cp('t1', { ops: [{ op: 'set', path: '/m/-', value: 2 }], baseDigest: c1.stateDigest }),
@@ -131,7 +131,7 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
   it('stores pending writes once and answers them sorted', async () => {
     await cp('t1', {
       ops: [{ op: 'set', path: '/a', value: 1 }],
-      baseDigest: EMPTY_STATE_DIGEST,
+      baseDigest: EMPTY_STATE_DIGEST_V2,
       label: 'c1',
     });
     const put = (body: unknown) => h.request('/v1/streams/t1/checkpoints/c1/writes', { key, body });
@@ -155,12 +155,15 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
 
   it('lists the tenant’s streams and deletes one with the admin scope only', async () => {
     for (const id of ['a.1', 'a.2', 'b.1']) {
-      await cp(id, { ops: [{ op: 'set', path: '/a', value: 1 }], baseDigest: EMPTY_STATE_DIGEST });
+      await cp(id, {
+        ops: [{ op: 'set', path: '/a', value: 1 }],
+        baseDigest: EMPTY_STATE_DIGEST_V2,
+      });
     }
     const other = await h.newKey('globex');
     await cp(
       'a.9',
-      { ops: [{ op: 'set', path: '/a', value: 1 }], baseDigest: EMPTY_STATE_DIGEST },
+      { ops: [{ op: 'set', path: '/a', value: 1 }], baseDigest: EMPTY_STATE_DIGEST_V2 },
       other,
     );
     const page = await read<{ streams: Array<Record<string, unknown>>; next: string | null }>(

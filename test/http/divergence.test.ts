@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { createHarness, type Harness, readJson, STORE_FACTORIES } from './harness.js';
 
 /**
@@ -42,14 +42,14 @@ describe.each(STORE_FACTORIES)('divergence problems on $name stores', (factory) 
       ['globex', 'run-1', 1],
       ['acme', 'run-2', 2],
     ] as const) {
-      let digest = EMPTY_STATE_DIGEST;
+      let digest = EMPTY_STATE_DIGEST_V2;
       for (let t = 0; t < turns; t++) {
         digest = (await readJson<Head>(checkpoint(tenant, stream, `${tenant}${t}`, digest)))
           .stateDigest;
       }
       await h.append(keys[tenant] ?? '', stream, [{ type: 'note', payload: 1 }]);
 
-      const stale = await checkpoint(tenant, stream, 'late', EMPTY_STATE_DIGEST);
+      const stale = await checkpoint(tenant, stream, 'late', EMPTY_STATE_DIGEST_V2);
 
       expect(stale.status).toBe(409);
       const problem = await readJson<Divergence>(stale);
@@ -66,7 +66,7 @@ describe.each(STORE_FACTORIES)('divergence problems on $name stores', (factory) 
   });
 
   it('names the winner of a race, for every checkpoint that lost it', async () => {
-    await checkpoint('acme', 'race', 0, EMPTY_STATE_DIGEST);
+    await checkpoint('acme', 'race', 0, EMPTY_STATE_DIGEST_V2);
     const base = (await head('acme', 'race')).stateDigest;
 
     // All read the same head; one commits, the others lose inside the appender's retry or

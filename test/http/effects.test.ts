@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import {
   createHarness,
   type Harness,
@@ -128,7 +128,7 @@ describe.each(STORE_FACTORIES)('leases and effects API on $name stores', (factor
     it('refuses an append and a checkpoint of an older epoch with 409 ErrFenced, writing nothing', async () => {
       await acquire('worker-a');
       expect((await note(1, 'a1')).status).toBe(201);
-      const first = await read<{ stateDigest: string }>(checkpoint(1, EMPTY_STATE_DIGEST, 1));
+      const first = await read<{ stateDigest: string }>(checkpoint(1, EMPTY_STATE_DIGEST_V2, 1));
       await post('/lease/release', { owner: 'worker-a', epoch: 1 });
       expect(await read<LeaseBody>(acquire('worker-b'))).toMatchObject({ epoch: 2 });
 
@@ -144,7 +144,11 @@ describe.each(STORE_FACTORIES)('leases and effects API on $name stores', (factor
         const body = { events: [{ type: 'observation', payload: 1 }] };
         expect((await post('/events', body, token(bad))).status, bad).toBe(400);
         const ops = [{ op: 'set', path: '/n', value: 1 }];
-        const cp = await post('/checkpoints', { ops, baseDigest: EMPTY_STATE_DIGEST }, token(bad));
+        const cp = await post(
+          '/checkpoints',
+          { ops, baseDigest: EMPTY_STATE_DIGEST_V2 },
+          token(bad),
+        );
         expect(cp.status, bad).toBe(400);
         const effect = { kind: 'payment', intent: null };
         expect((await post('/effects/pay-1/begin', effect, token(bad))).status, bad).toBe(400);
@@ -156,7 +160,7 @@ describe.each(STORE_FACTORIES)('leases and effects API on $name stores', (factor
   describe('POST /v1/streams/{streamId}/lease/drain', () => {
     it('refuses new turns while draining, snapshots the head, releases and fences the old epoch', async () => {
       await acquire('worker-a');
-      const first = await read<{ stateDigest: string }>(checkpoint(1, EMPTY_STATE_DIGEST, 1));
+      const first = await read<{ stateDigest: string }>(checkpoint(1, EMPTY_STATE_DIGEST_V2, 1));
       const drained = post('/lease/drain', { owner: 'worker-a', epoch: 1, graceMs: 5000 });
       while (!(await getLease()).draining) await new Promise((r) => setTimeout(r, 5));
 

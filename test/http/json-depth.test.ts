@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { genesisHash, type LedgerEvent } from '../../shared/domain/event.js';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
 import { DEFAULT_LIMITS, exceedsDepth } from '../../shared/http/limits.js';
 import {
@@ -112,7 +112,7 @@ describe.each(STORE_FACTORIES)('JSON nesting depth on $name stores', (factory) =
       ],
       [
         '/v1/streams/deep-1/checkpoints',
-        `{"baseDigest":"${EMPTY_STATE_DIGEST}","ops":[{"op":"set","path":"/a","value":${deepText(DEEP)}}]}`,
+        `{"baseDigest":"${EMPTY_STATE_DIGEST_V2}","ops":[{"op":"set","path":"/a","value":${deepText(DEEP)}}]}`,
       ],
       ['/v1/streams/deep-1/effects/pay-1/begin', `{"kind":"payment","intent":${deepText(DEEP)}}`],
       ['/v1/streams/deep-1/effects/pay-1/complete', `{"holder":"h","result":${deepText(DEEP)}}`],
@@ -145,14 +145,14 @@ describe.each(STORE_FACTORIES)('JSON nesting depth on $name stores', (factory) =
     const path = '/a'.repeat(DEFAULT_LIMITS.maxJsonDepth);
     const res = await post(
       '/v1/streams/paths/checkpoints',
-      JSON.stringify({ baseDigest: EMPTY_STATE_DIGEST, ops: [{ op: 'set', path, value: {} }] }),
+      JSON.stringify({ baseDigest: EMPTY_STATE_DIGEST_V2, ops: [{ op: 'set', path, value: {} }] }),
     );
     expect(res.status).toBe(400);
     expect((await readJson<ProblemBody>(res)).detail).toContain('path included');
     const shallow = await post(
       '/v1/streams/paths/checkpoints',
       JSON.stringify({
-        baseDigest: EMPTY_STATE_DIGEST,
+        baseDigest: EMPTY_STATE_DIGEST_V2,
         ops: [{ op: 'set', path: '/a', value: {} }],
       }),
     );

@@ -1,13 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../shared/domain/canonical.js';
-import { sha256Hex } from '../../shared/domain/hashing.js';
-import {
-  applyOps,
-  type DeltaOp,
-  EMPTY_STATE_DIGEST,
-  type JsonObject,
-} from '../../shared/domain/state.js';
+import { applyOps, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import {
   createHarness,
   type Harness,
@@ -16,7 +10,7 @@ import {
   STORE_FACTORIES,
 } from './harness.js';
 
-const digest = (state: unknown) => sha256Hex(canonicalJson(state));
+const digest = (state: unknown) => digestV2(state as JsonObject);
 
 interface Checkpointed {
   seq: number;
@@ -56,7 +50,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
       const res = await checkpoint(
         'agent',
         [{ op: 'set', path: '/messages', value: [{ role: 'user', text: 'hi' }] }],
-        EMPTY_STATE_DIGEST,
+        EMPTY_STATE_DIGEST_V2,
       );
       expect(res.status).toBe(201);
       const body = await read<Checkpointed>(res);
@@ -84,12 +78,12 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
 
     it('answers 409 ErrDivergenceDetected for a stale base or a wrong post digest, writing nothing', async () => {
       const first = await read<Checkpointed>(
-        checkpoint('agent', [{ op: 'set', path: '/a', value: 1 }], EMPTY_STATE_DIGEST),
+        checkpoint('agent', [{ op: 'set', path: '/a', value: 1 }], EMPTY_STATE_DIGEST_V2),
       );
       const stale = await checkpoint(
         'agent',
         [{ op: 'set', path: '/a', value: 2 }],
-        EMPTY_STATE_DIGEST,
+        EMPTY_STATE_DIGEST_V2,
       );
       expect(stale.status).toBe(409);
       expect(await read<ProblemBody>(stale)).toMatchObject({ code: 'ErrDivergenceDetected' });
@@ -106,7 +100,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
 
     it('answers 422 ErrInvalidDelta for ops that cannot apply, writing nothing', async () => {
       const first = await read<Checkpointed>(
-        checkpoint('agent', [{ op: 'set', path: '/n', value: 5 }], EMPTY_STATE_DIGEST),
+        checkpoint('agent', [{ op: 'set', path: '/n', value: 5 }], EMPTY_STATE_DIGEST_V2),
       );
       for (const ops of [
         [{ op: 'delete', path: '/missing' }],
@@ -121,10 +115,10 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
 
     it('answers 400 for malformed ops and digests', async () => {
       for (const body of [
-        { ops: [{ op: 'set', path: 'no-slash', value: 1 }], baseDigest: EMPTY_STATE_DIGEST },
-        { ops: [{ op: 'move', path: '/a', from: '/b' }], baseDigest: EMPTY_STATE_DIGEST },
-        { ops: [{ op: 'set', path: '/a' }], baseDigest: EMPTY_STATE_DIGEST },
-        { ops: [], baseDigest: EMPTY_STATE_DIGEST },
+        { ops: [{ op: 'set', path: 'no-slash', value: 1 }], baseDigest: EMPTY_STATE_DIGEST_V2 },
+        { ops: [{ op: 'move', path: '/a', from: '/b' }], baseDigest: EMPTY_STATE_DIGEST_V2 },
+        { ops: [{ op: 'set', path: '/a' }], baseDigest: EMPTY_STATE_DIGEST_V2 },
+        { ops: [], baseDigest: EMPTY_STATE_DIGEST_V2 },
         { ops: [{ op: 'delete', path: '/a' }], baseDigest: 'nope' },
         { ops: [{ op: 'delete', path: '/a' }] },
       ]) {
@@ -138,13 +132,13 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
       const first = await checkpoint(
         'agent',
         [{ op: 'set', path: '/a', value: 1 }],
-        EMPTY_STATE_DIGEST,
+        EMPTY_STATE_DIGEST_V2,
         { idem: 'turn-1' },
       );
       const again = await checkpoint(
         'agent',
         [{ op: 'set', path: '/a', value: 1 }],
-        EMPTY_STATE_DIGEST,
+        EMPTY_STATE_DIGEST_V2,
         { idem: 'turn-1' },
       );
       expect(again.status).toBe(201);
@@ -153,7 +147,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
       const other = await checkpoint(
         'agent',
         [{ op: 'set', path: '/a', value: 2 }],
-        EMPTY_STATE_DIGEST,
+        EMPTY_STATE_DIGEST_V2,
         { idem: 'turn-1' },
       );
       expect(other.status).toBe(422);
@@ -168,7 +162,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
 
   describe('GET /v1/streams/{streamId}/state', () => {
     it('travels to any past seq, across other events, and writes base snapshots every K deltas', async () => {
-      let base = EMPTY_STATE_DIGEST;
+      let base = EMPTY_STATE_DIGEST_V2;
       const history: JsonObject[] = [];
       let model: JsonObject = {};
       for (let turn = 1; turn <= 8; turn++) {
@@ -188,6 +182,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
           seq: i + 1,
           state: expected,
           stateDigest: digest(expected),
+          digestVersion: 2,
         });
       }
       const snaps = await h.objects.list('t/acme/s/agent/snap/');
@@ -199,13 +194,17 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
 
     it('answers 404 for an unknown stream and 400 for a seq past the head', async () => {
       expect((await state('nothing')).status).toBe(404);
-      await checkpoint('agent', [{ op: 'set', path: '/a', value: 1 }], EMPTY_STATE_DIGEST);
+      await checkpoint('agent', [{ op: 'set', path: '/a', value: 1 }], EMPTY_STATE_DIGEST_V2);
       expect((await state('agent', 2)).status).toBe(400);
       expect((await state('agent', 0)).status).toBe(400);
     });
 
     it('fails closed with ErrTamperedLedger when a stored delta is altered', async () => {
-      await checkpoint('agent', [{ op: 'set', path: '/a', value: 'original' }], EMPTY_STATE_DIGEST);
+      await checkpoint(
+        'agent',
+        [{ op: 'set', path: '/a', value: 'original' }],
+        EMPTY_STATE_DIGEST_V2,
+      );
       const [seg] = (await h.objects.list('t/acme/s/agent/seg/')).items;
       const stored = await h.objects.get(seg?.key ?? '');
       const forged = Buffer.from(stored?.body ?? [])
@@ -223,7 +222,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
 
   describe('POST /v1/streams/{streamId}/fork', () => {
     it('forks at a seq, leaves the source alone, and forks of forks work', async () => {
-      let base = EMPTY_STATE_DIGEST;
+      let base = EMPTY_STATE_DIGEST_V2;
       for (let i = 1; i <= 4; i++)
         base = (
           await read<Checkpointed>(
@@ -265,7 +264,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
     });
 
     it("cannot fork another tenant's stream", async () => {
-      await checkpoint('src', [{ op: 'set', path: '/secret', value: 1 }], EMPTY_STATE_DIGEST);
+      await checkpoint('src', [{ op: 'set', path: '/secret', value: 1 }], EMPTY_STATE_DIGEST_V2);
       const other = await h.newKey('globex');
       const res = await h.request('/v1/streams/src/fork', {
         key: other,

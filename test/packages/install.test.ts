@@ -162,7 +162,7 @@ describe('installable packages', () => {
     it('ships only the SDK, the harness and the domain code they use', () => {
       const files = packageFiles(join(project, 'node_modules/@hefesto/client'));
       const allowed =
-        /^(package\.json|README\.md|cjs\/package\.json|cjs\/vendor\/canonicalize\.cjs|(esm|cjs)\/(shared\/(client|domain|domain\/merkle)|packages\/client\/src)\/[a-z-]+\.(js|d\.ts))$/;
+        /^(package\.json|README\.md|cjs\/package\.json|cjs\/vendor\/canonicalize\.cjs|(esm|cjs)\/(shared\/(client|domain|domain\/merkle|domain\/state-v2)|packages\/client\/src)\/[a-z0-9-]+\.(js|d\.ts))$/;
       expect(files.filter((f) => !allowed.test(f))).toEqual([]);
       expect(files).toContain('esm/shared/client/harness.js');
       expect(files).toContain('cjs/shared/client/harness.d.ts');
@@ -267,6 +267,10 @@ describe('installable packages', () => {
         },
         local: { ok: true, seq: head.seq, hash: head.hash },
         server: { ok: true, seq: head.seq, hash: head.hash },
+        // State digest v2, computed by the packaged domain code, and a path proof checked.
+        digestVersion: 2,
+        v2Digest: out.stateDigest,
+        proven: { role: 'assistant', text: 'answer 2' },
       });
       // observation, delta (turn 1), observation, delta (turn 2), note, observation, delta.
       expect(head.seq).toBe(7);

@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../shared/domain/canonical.js';
 import {
   DivergenceError,
   InvalidInputError,
@@ -7,8 +6,8 @@ import {
   NotFoundError,
   StreamNotFoundError,
 } from '../../shared/domain/errors.js';
-import { sha256Hex } from '../../shared/domain/hashing.js';
-import { type DeltaOp, EMPTY_STATE_DIGEST, type JsonObject } from '../../shared/domain/state.js';
+import type { DeltaOp, JsonObject } from '../../shared/domain/state.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { streamPk } from '../../shared/services/layout.js';
 import { streamIndexPk } from '../../shared/services/stream-list.js';
 import {
@@ -24,7 +23,7 @@ import { allStores, type StorePair } from '../support/stores.js';
 
 const T = 'acme';
 const S = 'thread-1';
-const digest = (state: JsonObject) => sha256Hex(canonicalJson(state));
+const digest = (state: JsonObject) => digestV2(state);
 
 describe.each(allStores.filter((f) => f.enabled))('checkpoint labels (v2) on $name', (factory) => {
   let stores: StorePair;
@@ -41,7 +40,7 @@ describe.each(allStores.filter((f) => f.enabled))('checkpoint labels (v2) on $na
     if (extra.baseSeq !== undefined && extra.baseSeq !== head.stateSeq) {
       baseDigest =
         extra.baseSeq === 0
-          ? EMPTY_STATE_DIGEST
+          ? EMPTY_STATE_DIGEST_V2
           : (await world.ledger.states.hydrate(tenant, stream, extra.baseSeq)).stateDigest;
     }
     return world.ledger.checkpoints.checkpoint({ tenant, stream, ops, baseDigest, ...extra });

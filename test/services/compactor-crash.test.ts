@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StreamNotFoundError } from '../../shared/domain/errors.js';
 import type { LedgerEvent } from '../../shared/domain/event.js';
-import { DELTA_EVENT, EMPTY_STATE_DIGEST, stateDigestOf } from '../../shared/domain/state.js';
+import { DELTA_EVENT } from '../../shared/domain/state.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import type { CompactStep } from '../../shared/services/compact-types.js';
 import type { CompactionReport } from '../../shared/services/compactor.js';
 import { snapshotIndexKey, streamPk } from '../../shared/services/layout.js';
@@ -70,14 +71,14 @@ describe.each(allStores.filter((f) => f.enabled))('compactor crashes on $name', 
     await append('pruned', batch('p', 2));
     for (let i = 0; i < 2; i++) await append('pruned', batch(`p${i}`));
     clock.advance(DAY + 1);
-    let digest = EMPTY_STATE_DIGEST;
+    let digest = EMPTY_STATE_DIGEST_V2;
     const mergeEvents = async (from: number, to: number) => {
       for (let i = from; i <= to; i++) {
         if (i % 2 === 1) {
           await append('merge', batch(`m${i}`));
           continue;
         }
-        const stateDigest = stateDigestOf({ n: i });
+        const stateDigest = digestV2({ n: i });
         const ops = [{ op: 'set', path: '/n', value: i }];
         await append('merge', [
           { type: DELTA_EVENT, payload: { ops, baseDigest: digest, stateDigest } },
@@ -154,7 +155,7 @@ describe.each(allStores.filter((f) => f.enabled))('compactor under load on $name
       tenant: T,
       stream: 'state',
       ops: [{ op: 'set', path: '/n', value: 0 }],
-      baseDigest: EMPTY_STATE_DIGEST,
+      baseDigest: EMPTY_STATE_DIGEST_V2,
     });
 
     const writer = async (w: number) => {
@@ -198,7 +199,7 @@ describe.each(allStores.filter((f) => f.enabled))('compactor under load on $name
       }
     };
     const stateful = async () => {
-      let digest = stateDigestOf({ n: 0 });
+      let digest = digestV2({ n: 0 });
       let n = 0;
       const forks: Array<{ id: string; value: number }> = [];
       while (running()) {

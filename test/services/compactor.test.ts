@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CrashInjectedError } from '../../shared/domain/errors.js';
 import { mergedSegmentKey, segmentKey, segmentPrefix } from '../../shared/domain/segment.js';
-import { DELTA_EVENT, EMPTY_STATE_DIGEST, stateDigestOf } from '../../shared/domain/state.js';
+import { DELTA_EVENT } from '../../shared/domain/state.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { Item, RecordStore } from '../../shared/ports/record-store.js';
 import { Appender } from '../../shared/services/append.js';
@@ -250,14 +251,14 @@ describe.each(allStores.filter((f) => f.enabled))('compactor on $name', (factory
         payload: {
           ops: [{ op: 'set', path: '/n', value }],
           baseDigest: base,
-          stateDigest: stateDigestOf(state),
+          stateDigest: digestV2(state),
         },
       };
     };
 
     it('writes the base snapshots a checkpoint died before writing', async () => {
       // Deltas appended without the checkpointer: as if each died right after its commit.
-      let digest = EMPTY_STATE_DIGEST;
+      let digest = EMPTY_STATE_DIGEST_V2;
       for (let i = 1; i <= 7; i++) {
         const d = delta(i, digest);
         await append([d as never]);
@@ -275,7 +276,7 @@ describe.each(allStores.filter((f) => f.enabled))('compactor on $name', (factory
     });
 
     it('leaves no base due when the checkpoint wrote it', async () => {
-      let digest = EMPTY_STATE_DIGEST;
+      let digest = EMPTY_STATE_DIGEST_V2;
       for (let i = 1; i <= 3; i++) {
         const r = await world.ledger.checkpoints.checkpoint({
           tenant: T,

@@ -6,7 +6,7 @@ import {
   FencedError,
   LeaseHeldError,
 } from '../../shared/domain/errors.js';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { Appender } from '../../shared/services/append.js';
 import { type BeginOutcome, EFFECT_COMPLETED } from '../../shared/services/effects.js';
 import { Ledger } from '../../shared/services/ledger.js';
@@ -305,7 +305,7 @@ describe.each(allStores.filter((f) => f.enabled))('effects and leases on $name',
         baseDigest: string,
         epoch: number,
       ) => ledger.checkpoints.checkpoint({ tenant: T, stream: S, ops, baseDigest, fence: epoch });
-      const first = await cp([{ op: 'set', path: '/n', value: 1 }], EMPTY_STATE_DIGEST, a.epoch);
+      const first = await cp([{ op: 'set', path: '/n', value: 1 }], EMPTY_STATE_DIGEST_V2, a.epoch);
       const drained = ledger.drainer.drain(T, S, 'worker-a', a.epoch, 2000);
       await new Promise((r) => setTimeout(r, 20));
       await expect(

@@ -6,7 +6,7 @@ import {
 } from '../../shared/domain/errors.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
 import { segmentKey } from '../../shared/domain/segment.js';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import { headKey, streamPk, toHead } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
@@ -337,6 +337,8 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
 
   it('starts a new stream from an empty state as before', async () => {
     expect((await checkpoint(1, 'fresh')).seq).toBe(1);
-    expect((await world.ledger.appender.readHead(T, 'never')).stateDigest).toBe(EMPTY_STATE_DIGEST);
+    expect((await world.ledger.appender.readHead(T, 'never')).stateDigest).toBe(
+      EMPTY_STATE_DIGEST_V2,
+    );
   });
 });

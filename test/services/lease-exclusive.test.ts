@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CrashInjectedError, FencedError } from '../../shared/domain/errors.js';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import { Appender, type AppendRequest } from '../../shared/services/append.js';
 import { Ledger } from '../../shared/services/ledger.js';
@@ -91,7 +91,7 @@ describe.each(allStores.filter((f) => f.enabled))('exclusive leases on $name', (
         tenant: T,
         stream: S,
         ops: [{ op: 'set', path: '/n', value: 1 }],
-        baseDigest: EMPTY_STATE_DIGEST,
+        baseDigest: EMPTY_STATE_DIGEST_V2,
       });
       expect(await refusal(checkpoint)).toMatch(/exclusively/);
       const begin = ledger.effects.begin({

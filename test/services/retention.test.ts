@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PrunedError, StreamNotFoundError } from '../../shared/domain/errors.js';
 import { genesisHash } from '../../shared/domain/event.js';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { streamPk } from '../../shared/services/layout.js';
 import {
   batch,
@@ -172,7 +172,7 @@ describe.each(allStores.filter((f) => f.enabled))('retention on $name', (factory
       });
 
     it('prunes events older than the horizon and keeps the rest verifiable', async () => {
-      let digest = EMPTY_STATE_DIGEST;
+      let digest = EMPTY_STATE_DIGEST_V2;
       for (let i = 1; i <= 8; i++) {
         await append(batch(`old${i}`));
         digest = (await checkpoint(i, digest)).stateDigest;
@@ -227,7 +227,7 @@ describe.each(allStores.filter((f) => f.enabled))('retention on $name', (factory
     });
 
     it('prunes a fork, its origin snapshot included, keeping its state', async () => {
-      const base = await checkpoint(1, EMPTY_STATE_DIGEST);
+      const base = await checkpoint(1, EMPTY_STATE_DIGEST_V2);
       await world.ledger.checkpoints.fork({ tenant: T, source: S, at: base.seq, newStreamId: 'f' });
       await world.ledger.checkpoints.checkpoint({
         tenant: T,

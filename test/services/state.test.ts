@@ -2,21 +2,14 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
-import { canonicalJson } from '../../shared/domain/canonical.js';
 import {
   DivergenceError,
   InvalidDeltaError,
   StreamExistsError,
   TamperedLedgerError,
 } from '../../shared/domain/errors.js';
-import { sha256Hex } from '../../shared/domain/hashing.js';
-import {
-  applyOps,
-  DELTA_EVENT,
-  type DeltaOp,
-  EMPTY_STATE_DIGEST,
-  type JsonObject,
-} from '../../shared/domain/state.js';
+import { applyOps, DELTA_EVENT, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { Appender } from '../../shared/services/append.js';
 import { Checkpointer } from '../../shared/services/checkpoint.js';
 import { CheckpointLabels } from '../../shared/services/labels.js';
@@ -27,7 +20,7 @@ import { allStores, type StorePair } from '../support/stores.js';
 
 const T = 'acme';
 const S = 'agent-1';
-const digest = (state: JsonObject) => sha256Hex(canonicalJson(state));
+const digest = (state: JsonObject) => digestV2(state);
 
 const build = (stores: Pick<StorePair, 'objects' | 'records'>, snapshotEvery = 3) => {
   const clock = { now: () => Date.now() };
@@ -60,7 +53,7 @@ describe.each(allStores.filter((f) => f.enabled))(
     });
 
     it('starts from {} and moves the digest with every delta', async () => {
-      expect((await svc.appender.readHead(T, S)).stateDigest).toBe(EMPTY_STATE_DIGEST);
+      expect((await svc.appender.readHead(T, S)).stateDigest).toBe(EMPTY_STATE_DIGEST_V2);
       const r1 = await checkpoint([{ op: 'set', path: '/messages', value: ['hi'] }]);
       const r2 = await checkpoint([
         { op: 'set', path: '/messages/1', value: 'there' },
@@ -84,7 +77,7 @@ describe.each(allStores.filter((f) => f.enabled))(
         tenant: T,
         stream: S,
         ops: [{ op: 'set', path: '/a', value: 2 }],
-        baseDigest: EMPTY_STATE_DIGEST,
+        baseDigest: EMPTY_STATE_DIGEST_V2,
       });
       await expect(stale).rejects.toBeInstanceOf(DivergenceError);
       const baseDigest = digest({ a: 1 });
@@ -171,7 +164,7 @@ describe.each(allStores.filter((f) => f.enabled))(
         tenant: T,
         stream: S,
         ops: [{ op: 'set', path: '/a', value: 1 }] as DeltaOp[],
-        baseDigest: EMPTY_STATE_DIGEST,
+        baseDigest: EMPTY_STATE_DIGEST_V2,
         idempotency,
       };
       const first = await svc.checkpointer.checkpoint(req);
@@ -253,7 +246,7 @@ describe('hydration cost', () => {
     for (const turns of [30, 10_000]) {
       const counting = countingObjects(new MemoryObjectStore());
       const svc = build({ objects: counting.store, records: new MemoryRecordStore() }, 25);
-      let baseDigest = EMPTY_STATE_DIGEST;
+      let baseDigest = EMPTY_STATE_DIGEST_V2;
       for (let t = 1; t <= turns; t++) {
         baseDigest = (
           await svc.checkpointer.checkpoint({

@@ -6,8 +6,11 @@ import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-st
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
+import { digestV2 } from '../../shared/domain/state-v2/index.js';
 import type { Item } from '../../shared/ports/record-store.js';
+import { headKey } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { readStateValue } from '../../shared/services/state-read.js';
 import { awsStores, localStores, type StorePair } from '../support/stores.js';
 
 /**
@@ -155,6 +158,76 @@ describe.each([memoryAtFixtureTime, localStores, awsStores].filter((f) => f.enab
       const now = await ledger.states.hydrate(s.tenant, s.stream);
       expect(now.stateDigest).toBe(v1Digest(expected));
       expect(await ledger.reader.verify(s.tenant, s.stream)).toMatchObject({ ok: true });
+    });
+
+    it('keeps the v1 streams v1: no digestVersion on the head, and a v2 digest is trapped', async () => {
+      await stores.cleanup();
+      await open();
+      for (const s of fixture.expect.streams) {
+        const head = await stores.records.get(headKey(s.tenant, s.stream));
+        expect(head?.digestVersion).toBeUndefined();
+      }
+      const s = fixture.expect.streams.find((x) => x.stream === 'chat' && x.tenant === 'acme');
+      if (!s) throw new Error('fixture lacks acme/chat');
+      // The divergence trap compares v1 digests: the v2 digest of the same state is stale.
+      await expect(
+        ledger.checkpoints.checkpoint({
+          tenant: s.tenant,
+          stream: s.stream,
+          ops: [{ op: 'set', path: '/x', value: 1 }],
+          baseDigest: digestV2(s.finalState),
+        }),
+      ).rejects.toMatchObject({ code: 'ErrDivergenceDetected' });
+      expect((await ledger.reader.head(s.tenant, s.stream)).seq).toBe(s.head.seq);
+    });
+
+    it('reads a v1 stream by path, and refuses a proof (a v1 digest covers the whole state)', async () => {
+      const s = fixture.expect.streams.find((x) => x.stream === 'chat' && x.tenant === 'acme');
+      if (!s) throw new Error('fixture lacks acme/chat');
+      const read = { tenant: s.tenant, stream: s.stream, path: '/profile/city' };
+      expect(await readStateValue(ledger.states, read)).toMatchObject({
+        seq: s.head.seq,
+        stateDigest: s.head.stateDigest,
+        digestVersion: 1,
+        value: s.finalState.profile && (s.finalState.profile as JsonObject).city,
+      });
+      await expect(readStateValue(ledger.states, { ...read, proof: true })).rejects.toMatchObject({
+        code: 'ErrInvalidInput',
+      });
+    });
+
+    it('forks a v1 stream into a v2 stream that hydrates, verifies and checkpoints with v2', async () => {
+      await stores.cleanup();
+      await open();
+      const at = await ledger.states.hydrate('acme', 'chat', 43);
+      const fork = await ledger.checkpoints.fork({
+        tenant: 'acme',
+        source: 'chat',
+        at: 43,
+        newStreamId: 'chat-v2',
+      });
+      expect(at.stateDigest).toBe(v1Digest(at.state));
+      expect(fork.stateDigest).toBe(digestV2(at.state));
+      expect(await stores.records.get(headKey('acme', 'chat-v2'))).toMatchObject({
+        digestVersion: 2,
+        stateDigest: digestV2(at.state),
+      });
+      expect(await ledger.reader.verify('acme', 'chat-v2')).toMatchObject({ ok: true });
+      const ops: DeltaOp[] = [{ op: 'set', path: '/forked', value: true }];
+      const next = await ledger.checkpoints.checkpoint({
+        tenant: 'acme',
+        stream: 'chat-v2',
+        ops,
+        baseDigest: fork.stateDigest,
+      });
+      const expected = applyOps(structuredClone(at.state), ops);
+      expect(next.stateDigest).toBe(digestV2(expected));
+      expect((await ledger.states.hydrate('acme', 'chat-v2')).stateDigest).toBe(next.stateDigest);
+      // The v1 source is untouched and still v1.
+      expect((await ledger.reader.head('acme', 'chat')).stateDigest).toBe(
+        fixture.expect.streams.find((x) => x.stream === 'chat' && x.tenant === 'acme')?.head
+          .stateDigest,
+      );
     });
 
     it('fails closed on a tampered v1 snapshot', async () => {

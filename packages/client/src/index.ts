@@ -25,6 +25,7 @@ export * from '../../../shared/client/errors.js';
 export * from '../../../shared/client/harness.js';
 export type { RetryPolicy } from '../../../shared/client/http.js';
 export * from '../../../shared/client/proofs.js';
+export * from '../../../shared/client/state-proofs.js';
 export * from '../../../shared/client/trust-store.js';
 export * from '../../../shared/client/trust-store-file.js';
 export * from '../../../shared/client/types.js';
@@ -34,3 +35,9 @@ export {
   type SignedTreeHead,
   verifySignedTreeHead,
 } from '../../../shared/domain/signed-head.js';
+// The state digests (v1 and v2), from the domain code the server runs.
+export {
+  type DigestVersion,
+  digestOfState,
+  emptyStateDigest,
+} from '../../../shared/domain/state-digest.js';

@@ -1,4 +1,4 @@
-import { HefestoApiError, HefestoClient, type Json } from '@hefesto/client';
+import { emptyStateDigest, HefestoApiError, HefestoClient, type Json } from '@hefesto/client';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import {
   BaseCheckpointSaver,
@@ -34,7 +34,8 @@ import { type ThreadLeaseOptions, ThreadLeases } from './thread-leases.js';
  * thread is also leased (thread-leases.ts): a second worker is refused before it runs.
  */
 
-const EMPTY_DIGEST = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
+// Threads are new streams, and new streams use state digest v2 (docs/records-v2.md).
+const EMPTY_DIGEST = emptyStateDigest(2);
 
 type Encoded = { j: Json } | { t: string; b: string };
 interface StreamState {

@@ -1,11 +1,12 @@
-import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { JsonValue } from '../../domain/canonical.js';
 import { canonicalJson } from '../../domain/canonical.js';
-import { PayloadTooLargeError } from '../../domain/errors.js';
+import { InvalidInputError, PayloadTooLargeError } from '../../domain/errors.js';
 import type { DeltaOp } from '../../domain/state.js';
 import type { KeyService } from '../../services/keys.js';
 import { checkMeta } from '../../services/labels.js';
 import type { Ledger } from '../../services/ledger.js';
+import { readStateValue } from '../../services/state-read.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { requestDigest } from '../idempotency-key.js';
@@ -32,6 +33,7 @@ import {
   ForkResult,
   StateQuery,
   StateResult,
+  StateValueResult,
 } from '../state-schemas.js';
 
 export interface StateRoutesDeps {
@@ -118,16 +120,21 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     description:
       'Hydrates from one base snapshot and at most K deltas, verifying the chain of every ' +
       'event read and recomputing every digest; a mismatch fails closed (500 ' +
-      'ErrTamperedLedger or 409 ErrDivergenceDetected, with the seq).',
+      'ErrTamperedLedger or 409 ErrDivergenceDetected, with the seq). With `path`, answers only ' +
+      'the value there (a `StateValueResult`), and with `proof=true` its Merkle path.',
     security: BEARER_SECURITY,
     middleware: [read] as const,
     request: { params: StreamParams, query: StateQuery },
     responses: {
-      200: json(StateResult, 'The state at that seq'),
+      200: json(
+        z.union([StateResult, StateValueResult]),
+        'The state at that seq (with `path`: the value there)',
+      ),
       ...errorResponses(
         READ_ERRORS,
         VERIFIED_READ_ERRORS,
         'ErrStreamNotFound',
+        'ErrNotFound',
         'ErrPruned',
         'ErrDivergenceDetected',
       ),
@@ -135,10 +142,27 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
   });
   app.openapi(state, async (c) => {
     const { streamId } = c.req.valid('param');
-    const { at } = c.req.valid('query');
-    const hydrated = await ledger.states.hydrate(principalOf(c).tenant, streamId, at);
+    const { at, path, proof } = c.req.valid('query');
+    const tenant = principalOf(c).tenant;
+    if (path !== undefined) {
+      const value = await readStateValue(ledger.states, {
+        tenant,
+        stream: streamId,
+        at,
+        path,
+        proof,
+      });
+      return c.json(value, 200);
+    }
+    if (proof) throw new InvalidInputError('proof=true needs a path');
+    const hydrated = await ledger.states.hydrate(tenant, streamId, at);
     return c.json(
-      { seq: hydrated.seq, state: hydrated.state, stateDigest: hydrated.stateDigest },
+      {
+        seq: hydrated.seq,
+        state: hydrated.state,
+        stateDigest: hydrated.stateDigest,
+        digestVersion: hydrated.working.version,
+      },
       200,
     );
   });

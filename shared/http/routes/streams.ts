@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { EventInput } from '../../domain/event.js';
+import { digestVersionOf } from '../../domain/state-digest.js';
 import type { KeyService } from '../../services/keys.js';
 import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
@@ -117,6 +118,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
         stateSeq: h.stateSeq,
         createdAt: iso(h.createdAt),
         updatedAt: iso(h.updatedAt),
+        digestVersion: digestVersionOf(h),
       },
       200,
     );

@@ -1,4 +1,4 @@
-import { EMPTY_STATE_DIGEST } from '../../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../../shared/domain/state-v2/index.js';
 import { maxDeep, toJsonText, toParsedValue } from './markers.js';
 import type { JsonSchema, Parameter, SchemaValidator } from './openapi.js';
 import type { FuzzRequest } from './requests.js';
@@ -116,7 +116,7 @@ export class Runner {
         )
       : undefined;
     return new Map<string, unknown>([
-      ['stateDigest', head?.stateDigest ?? EMPTY_STATE_DIGEST],
+      ['stateDigest', head?.stateDigest ?? EMPTY_STATE_DIGEST_V2],
       ['headSeq', head?.seq ?? 0],
       ['holder', effect?.holder ?? 'holder-none'],
       ['leaseOwner', lease?.owner ?? 'worker-1'],
