@@ -173,8 +173,10 @@ const walkEvents = async (
   } catch (err) {
     if (!(err instanceof HefestoApiError) || err.code !== 'ErrPruned') throw err;
     fromGenesis = false;
-    const stream = (await o.get(`/v1/streams/${enc(o.streamId)}`)) as { prunedSeq?: number };
-    from = Math.max(from, (stream.prunedSeq ?? 0) + 1);
+    // The refusal names the pruning point (ErrPruned problems carry prunedSeq).
+    const prunedSeq = (err.problem as { prunedSeq?: unknown } | undefined)?.prunedSeq;
+    if (typeof prunedSeq !== 'number') throw err;
+    from = Math.max(from, prunedSeq + 1);
   }
   if (head.treeBase > 0) fromGenesis = false;
   let point = fromGenesis ? { seq: 0, hash: genesisHash(o.tenant, o.streamId) } : undefined;

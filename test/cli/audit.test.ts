@@ -191,6 +191,32 @@ describe.each(cases)(
       expect((await cli(['audit', 'run-1'], join(dir, 'c.json'))).code).toBe(0);
     });
 
+    it('audits a pruned stream from its pruning point: chain from the first kept event, pages by inclusion', async () => {
+      for (let i = 0; i < 6; i++) await append('run-1', 2);
+      h.advance(86_400_000 * 2);
+      await append('run-1', 3);
+      await h.ledger.retention.set('default', 'run-1', { pruneAfterMs: 86_400_000 });
+      for (let i = 0; i < 4; i++) {
+        h.advance(3_600_000);
+        await new Compactor({
+          objects: h.objects,
+          records: h.records,
+          clock: { now: () => h.now() },
+          ids: counterIds(`p${i}`),
+          states: h.ledger.states,
+        }).compactStream('default', 'run-1');
+      }
+      const pruned = await h.ledger.retention.get('default', 'run-1');
+      expect(pruned.prunedSeq).toBeGreaterThan(0);
+      const run = await cli(['audit', 'run-1', '--json']);
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({
+        ok: true,
+        fromGenesis: false,
+        events: 15 - (pruned.prunedSeq ?? 0),
+      });
+    });
+
     it('--witness catches a truncation below a published head', async () => {
       await append('run-1', 2);
       const backup = (await h.records.get(headKey('default', 'run-1'))) as Item;
