@@ -12,11 +12,13 @@ import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
 import { registerDocs } from './routes/docs.js';
+import { effectListRoutes } from './routes/effect-list.js';
 import { effectRoutes } from './routes/effects.js';
 import { keyRoutes } from './routes/keys.js';
 import { retentionRoutes } from './routes/retention.js';
 import { registerRoot } from './routes/root.js';
 import { stateRoutes } from './routes/state.js';
+import { streamListRoutes } from './routes/stream-list.js';
 import { streamRoutes } from './routes/streams.js';
 import { validationHook } from './validation.js';
 
@@ -49,6 +51,8 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', effectRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', retentionRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));
+  app.route('/v1', streamListRoutes({ ledger: deps.ledger, keys: deps.keys }));
+  app.route('/v1', effectListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', adminRoutes({ keys: deps.keys, compactor: deps.compactor }));
   registerRoot(app);
   registerDocs(app);

@@ -1,7 +1,7 @@
 import { DELTA_EVENT } from '../domain/state.js';
 import type { JsonValue, TransactOp } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
-import { baseDueKey, dueKey, markerKey, segmentIndexKey } from './layout.js';
+import { baseDueKey, dueKey, markerKey, segmentIndexKey, streamIndexKey } from './layout.js';
 
 /**
  * What an append's commit transaction writes for compaction and retention, besides the head,
@@ -16,6 +16,9 @@ import { baseDueKey, dueKey, markerKey, segmentIndexKey } from './layout.js';
  *   compactor finds the record and writes the base.
  * - the commit that creates a stream stamps its expiry (the request's TTL, else the
  *   deployment default) and schedules the compactor's visit at that time.
+ * - the commit that creates a stream puts its row in the tenant's stream index and marks the
+ *   head `listed`; a head without the mark (a stream created before the index) gets both on
+ *   its next commit. One put per stream, ever: the index never costs a write per append.
  */
 
 export interface CommitExtrasOptions {
@@ -52,7 +55,7 @@ export const commitExtras = (
     stream: string;
     now: number;
     /** The head before this commit (absent fields: an older record, count from 0). */
-    head: { exists: boolean; pending?: number; deltas: number };
+    head: { exists: boolean; pending?: number; deltas: number; listed?: boolean };
     lastSeq: number;
     deltaSeqs: number[];
     /** The request's TTL, used only when this commit creates the stream. */
@@ -86,6 +89,10 @@ export const commitExtras = (
       kind: 'put',
       item: { ...dueKey(tenant, stream, now + ttlMs), tenant, stream },
     });
+  }
+  if (!head.exists || head.listed !== true) {
+    fields.listed = true;
+    ops.push({ kind: 'put', item: { ...streamIndexKey(tenant, stream), createdAt: now } });
   }
   return { head: fields, ops };
 };

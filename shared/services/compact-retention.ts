@@ -21,6 +21,7 @@ import {
   SEGMENT_INDEX_PREFIX,
   SNAPSHOT_INDEX_PREFIX,
   segmentIndexKey,
+  streamIndexKey,
   streamPk,
   toSegmentIndex,
   toSnapshotIndex,
@@ -134,6 +135,8 @@ export const expireStream = async (
       ],
     },
     { kind: 'delete', key: leaseKey(tenant, stream), conditions: visit.fence.conditions },
+    // Last with the head, so a listed stream always has a head (the list skips none).
+    { kind: 'delete', key: streamIndexKey(tenant, stream) },
   ]);
   deps.crash?.('stream-deleted');
   visit.stats.streamsDeleted++;

@@ -4,12 +4,14 @@ import type { RecordStore } from '../ports/record-store.js';
 import { Appender, type AppendOptions } from './append.js';
 import { Checkpointer } from './checkpoint.js';
 import { Drainer } from './drain.js';
+import { EffectList } from './effect-list.js';
 import { EffectService } from './effects.js';
 import { LeaseService } from './leases.js';
 import { Reader } from './reader.js';
 import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
 import { StateStore } from './state.js';
+import { StreamList } from './stream-list.js';
 import { Verifier } from './verifier.js';
 
 export interface LedgerDeps {
@@ -43,6 +45,9 @@ export class Ledger {
   readonly leases: LeaseService;
   readonly drainer: Drainer;
   readonly effects: EffectService;
+  /** Listings for the console and integrations (stream-list.ts, effect-list.ts). */
+  readonly streamList: StreamList;
+  readonly effectList: EffectList;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
     const { snapshotEvery, onSnapshotError, ...append } = settings;
@@ -70,5 +75,7 @@ export class Ledger {
       appender: this.appender,
       reader: this.reader,
     });
+    this.streamList = new StreamList({ ...deps, leases: this.leases });
+    this.effectList = new EffectList(deps);
   }
 }
