@@ -7,6 +7,7 @@ import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import type { AwsSettings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
+import { noStaticAssets, type StaticAssets } from '../../shared/http/static-assets.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
@@ -18,7 +19,10 @@ import { compactionLedgerSettings } from './compaction.js';
  * (AWS_REGION, AWS_ENDPOINT_URL_S3, ...). The adapters retry on their own, so each client
  * makes one attempt per call.
  */
-export const createAwsApp = (settings: AwsSettings): OpenAPIHono<AppEnv> => {
+export const createAwsApp = (
+  settings: AwsSettings,
+  assets: StaticAssets = noStaticAssets,
+): OpenAPIHono<AppEnv> => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
   const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
@@ -35,5 +39,5 @@ export const createAwsApp = (settings: AwsSettings): OpenAPIHono<AppEnv> => {
     },
   );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
-  return createApp({ ledger, keys, logger, clock, limits: settings.limits });
+  return createApp({ ledger, keys, logger, clock, limits: settings.limits, assets });
 };

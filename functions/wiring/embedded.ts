@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type Logger, pino } from 'pino';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
@@ -6,6 +7,7 @@ import { LocalRecordStore } from '../../shared/adapters/local/local-record-store
 import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
+import { staticDirAssets } from '../../shared/http/static-assets.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
@@ -30,6 +32,9 @@ export interface Embedded {
  * naming the server that holds it) and moves an older object layout to the current one; both
  * happen before anything else touches the directory.
  */
+/** The console's and the docs' files, as `npm run build:console` leaves them. */
+export const STATIC_DIR = fileURLToPath(new URL('../../dist/static', import.meta.url));
+
 export const createEmbedded = (settings: Settings): Embedded => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
@@ -59,7 +64,15 @@ export const createEmbedded = (settings: Settings): Embedded => {
     { objects, records, clock, states: ledger.states, logger },
     settings,
   );
-  const app = createApp({ ledger, keys, logger, clock, limits: settings.limits, compactor });
+  const app = createApp({
+    ledger,
+    keys,
+    logger,
+    clock,
+    limits: settings.limits,
+    compactor,
+    assets: staticDirAssets(STATIC_DIR),
+  });
   return {
     app,
     keys,

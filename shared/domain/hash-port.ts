@@ -19,7 +19,9 @@ export interface HashPort {
 /** WebCrypto (browsers, Node >= 20, Deno, workers): `crypto.subtle.digest`. */
 export const webCryptoHash: HashPort = {
   sha256: async (data) =>
-    new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', data as BufferSource)),
+    new Uint8Array(
+      await globalThis.crypto.subtle.digest('SHA-256', data as Uint8Array<ArrayBuffer>),
+    ),
 };
 
 const encoder = new TextEncoder();

@@ -11,6 +11,7 @@ import { DEFAULT_LIMITS, type HttpLimits } from './limits.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
+import { registerConsole } from './routes/console.js';
 import { registerDocs } from './routes/docs.js';
 import { effectListRoutes } from './routes/effect-list.js';
 import { effectRoutes } from './routes/effects.js';
@@ -20,6 +21,7 @@ import { registerRoot } from './routes/root.js';
 import { stateRoutes } from './routes/state.js';
 import { streamListRoutes } from './routes/stream-list.js';
 import { streamRoutes } from './routes/streams.js';
+import { noStaticAssets, type StaticAssets } from './static-assets.js';
 import { validationHook } from './validation.js';
 
 export interface AppDeps {
@@ -31,6 +33,8 @@ export interface AppDeps {
   limits?: Partial<HttpLimits>;
   /** The server's compactor, for `POST /v1/admin/compact`; without it that route is absent. */
   compactor?: Compactor;
+  /** The console's and the docs' built files (static-assets.ts); without them both are 404. */
+  assets?: StaticAssets;
 }
 
 /**
@@ -55,6 +59,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', effectListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', adminRoutes({ keys: deps.keys, compactor: deps.compactor }));
   registerRoot(app);
-  registerDocs(app);
+  registerConsole(app, deps.assets ?? noStaticAssets);
+  registerDocs(app, deps.assets ?? noStaticAssets);
   return app;
 };

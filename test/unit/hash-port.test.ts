@@ -54,7 +54,9 @@ describe('hash port (WebCrypto)', () => {
       ['t', 'ü:ñ.x'],
       ['a', ''],
     ] as const) {
-      expect(await genesisHashWith(webCryptoHash, tenant, stream)).toBe(genesisHash(tenant, stream));
+      expect(await genesisHashWith(webCryptoHash, tenant, stream)).toBe(
+        genesisHash(tenant, stream),
+      );
     }
   });
 

@@ -1,0 +1,19 @@
+import type { Api, Principal, StreamHead } from '../api.js';
+
+/** What every view of one stream shares. */
+export interface StreamContext {
+  api: Api;
+  principal: Principal;
+  streamId: string;
+  /** undefined until read, or when the head itself does not verify. */
+  head: StreamHead | undefined;
+  /** The first bad seq, once a read or the verify action found one. */
+  badSeq: number | undefined;
+  /** Told of a first bad seq found by any view. */
+  onBadSeq(seq: number): void;
+}
+
+export const describeError = (err: unknown): string => {
+  const e = err as { code?: string; detail?: string; message?: string };
+  return e.code ? `${e.code}: ${e.detail ?? ''}` : (e.message ?? String(err));
+};
