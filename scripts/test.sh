@@ -21,5 +21,6 @@ npx biome check .
 echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
 
+bash console/prepare-test.sh
 echo '[test] vitest run (with S3 and DynamoDB endpoints)' >&2
 exec bash scripts/with-aws.sh npx vitest run "$@"
