@@ -1,5 +1,4 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import pkg from '../../../package.json' with { type: 'json' };
 import { NotFoundError } from '../../domain/errors.js';
 import type { AppEnv } from '../context.js';
 import { parseDocsManifest, renderDocsPage } from '../docs-page.js';
@@ -9,11 +8,17 @@ import { AssetParams, assetResponses, pageHeaders } from './console.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
+/**
+ * The API document's version: package.json's (test/http/docs.test.ts holds them equal). Not
+ * imported from package.json, which would put its dependency list into the Lambda bundle.
+ */
+export const API_VERSION = '0.1.0';
+
 const DOCUMENT_CONFIG = {
   openapi: '3.1.0',
   info: {
     title: 'Hefesto API',
-    version: pkg.version,
+    version: API_VERSION,
     description:
       'Durable state for AI agents: append-only, SHA-256 hash-chained event streams, delta ' +
       'checkpoints, exactly-once effects and leases. Authenticate with an API key as ' +
