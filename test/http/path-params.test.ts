@@ -28,6 +28,7 @@ const VALID: Record<string, string> = {
   effectKey: 'pay-1',
   sagaId: 'order-1',
   id: '0123456789abcdef',
+  file: 'index-0123abcd.js',
 };
 
 const POISON = ['a%2Fb', 'a%20b', 'x%23s%23y'];
