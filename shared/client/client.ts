@@ -2,6 +2,14 @@ import { canonicalJson } from '../domain/canonical.js';
 import { genesisHash } from '../domain/event.js';
 import { sha256Hex } from '../domain/hashing.js';
 import { verifyEvents } from '../domain/verify.js';
+import type {
+  CheckpointDelta,
+  CheckpointLabel,
+  CheckpointList,
+  PendingWrite,
+  PendingWriteInput,
+  StreamList,
+} from './checkpoint-types.js';
 import { ClientVerificationError } from './errors.js';
 import { type RetryPolicy, Transport } from './http.js';
 import { TrustedPoints } from './trusted-points.js';
@@ -261,7 +269,8 @@ export class HefestoClient {
   }
 
   /**
-   * Writes a delta checkpoint: SET/DELETE ops from the state whose digest is `baseDigest`.
+   * Writes a delta checkpoint: SET/DELETE ops from the state whose digest is `baseDigest`,
+   * optionally labelled, with meta, or branching from `baseSeq` ({@link CheckpointDelta}).
    *
    * @example
    * ```ts
@@ -273,7 +282,7 @@ export class HefestoClient {
    */
   async checkpoint(
     streamId: string,
-    delta: { ops: DeltaOp[]; baseDigest: string; stateDigest?: string },
+    delta: CheckpointDelta | { ops: DeltaOp[]; baseDigest: string; stateDigest?: string },
     options: WriteOptions = {},
   ): Promise<CheckpointResult & { replayed: boolean }> {
     const res = await this.#http.call<CheckpointResult>(
@@ -286,6 +295,112 @@ export class HefestoClient {
       },
     );
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /**
+   * A labelled checkpoint: its seq, state digest, meta and parent (one record read).
+   *
+   * @example
+   * ```ts
+   * const { seq } = await client.getCheckpoint('run-1', '1ef4f797-8335-6428-8001-8a1503f9b875');
+   * const { state } = await client.getState('run-1', { at: seq });
+   * ```
+   */
+  async getCheckpoint(streamId: string, label: string): Promise<CheckpointLabel> {
+    const path = `/v1/streams/${enc(streamId)}/checkpoints/${enc(label)}`;
+    return (await this.#http.call<CheckpointLabel>('GET', path)).body;
+  }
+
+  /**
+   * Labelled checkpoints, newest first: before a seq, a page at a time, optionally only
+   * those whose meta has the given top-level values.
+   *
+   * @example
+   * ```ts
+   * const page = await client.listCheckpoints('run-1', { limit: 20, meta: { source: 'loop' } });
+   * if (page.next !== null) await client.listCheckpoints('run-1', { before: page.next });
+   * ```
+   */
+  async listCheckpoints(
+    streamId: string,
+    options: { before?: number; limit?: number; meta?: Record<string, Json> } = {},
+  ): Promise<CheckpointList> {
+    const query: Record<string, string | number | undefined> = {
+      before: options.before,
+      limit: options.limit,
+    };
+    for (const [k, v] of Object.entries(options.meta ?? {})) query[`meta.${k}`] = JSON.stringify(v);
+    const path = `/v1/streams/${enc(streamId)}/checkpoints`;
+    return (await this.#http.call<CheckpointList>('GET', path, { query })).body;
+  }
+
+  /**
+   * Stores pending writes of one task against a checkpoint label. Insert-once for idx >= 0,
+   * so the call is safe to retry as it is.
+   *
+   * @example
+   * ```ts
+   * await client.putPendingWrites('run-1', label, {
+   *   taskId: 'task-7',
+   *   writes: [{ idx: 0, channel: 'messages', value: ['hi'] }],
+   * });
+   * ```
+   */
+  async putPendingWrites(
+    streamId: string,
+    label: string,
+    task: { taskId: string; taskPath?: string; writes: PendingWriteInput[] },
+  ): Promise<{ written: number }> {
+    const path = `/v1/streams/${enc(streamId)}/checkpoints/${enc(label)}/writes`;
+    return (
+      await this.#http.call<{ written: number }>('POST', path, { body: task, repeatable: true })
+    ).body;
+  }
+
+  /**
+   * Every pending write of a checkpoint label, sorted by (task path, task id, idx).
+   *
+   * @example
+   * ```ts
+   * const { writes } = await client.getPendingWrites('run-1', label);
+   * ```
+   */
+  async getPendingWrites(streamId: string, label: string): Promise<{ writes: PendingWrite[] }> {
+    const path = `/v1/streams/${enc(streamId)}/checkpoints/${enc(label)}/writes`;
+    return (await this.#http.call<{ writes: PendingWrite[] }>('GET', path)).body;
+  }
+
+  /**
+   * A page of the tenant's streams in id order, optionally by prefix, after a cursor.
+   *
+   * @example
+   * ```ts
+   * let page = await client.listStreams({ prefix: 'lg.', limit: 100 });
+   * while (page.next !== null) page = await client.listStreams({ prefix: 'lg.', after: page.next });
+   * ```
+   */
+  async listStreams(
+    options: { prefix?: string; after?: string; limit?: number } = {},
+  ): Promise<StreamList> {
+    return (
+      await this.#http.call<StreamList>('GET', '/v1/streams', {
+        query: { prefix: options.prefix, after: options.after, limit: options.limit },
+      })
+    ).body;
+  }
+
+  /**
+   * Deletes a stream (admin scope): it reads as gone at once; the compactor reclaims it.
+   *
+   * @example
+   * ```ts
+   * await admin.deleteStream('run-1');
+   * ```
+   */
+  async deleteStream(streamId: string): Promise<void> {
+    await this.#http.call<undefined>('DELETE', `/v1/streams/${enc(streamId)}`, {
+      repeatable: true,
+    });
   }
 
   /**

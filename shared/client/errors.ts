@@ -34,6 +34,7 @@ export type ServerErrorCode =
   | 'ErrTamperedLedger'
   | 'ErrUnavailable'
   | 'ErrInternal'
+  | 'ErrLabelExists'
   | (string & {});
 
 /**

@@ -30,7 +30,8 @@ export type ErrorCode =
   | 'ErrUnauthorized'
   | 'ErrForbidden'
   | 'ErrMethodNotAllowed'
-  | 'ErrInternal';
+  | 'ErrInternal'
+  | 'ErrLabelExists';
 
 export interface HefestoErrorOptions {
   cause?: unknown;
@@ -316,5 +317,15 @@ export class EffectNotHeldError extends HefestoError {
 export class EffectMismatchError extends HefestoError {
   constructor(effectKey: string) {
     super('ErrEffectMismatch', `effect ${effectKey} was begun as another kind of effect`);
+  }
+}
+
+/** A checkpoint label (a LangGraph checkpoint id) that the stream already holds. */
+export class LabelExistsError extends HefestoError {
+  readonly label: string;
+
+  constructor(label: string) {
+    super('ErrLabelExists', `this stream already has a checkpoint labelled ${label}`);
+    this.label = label;
   }
 }

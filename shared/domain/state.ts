@@ -20,10 +20,23 @@ export const DELTA_EVENT = 'hefesto.delta';
 export const FORK_EVENT = 'hefesto.fork';
 export const RESERVED_TYPE_PREFIX = 'hefesto.';
 
+/** A delta event's payload: v1 `{ops, baseDigest, stateDigest}`, plus the v2 fields. */
 export interface DeltaPayload {
+  /** 2 for a payload with v2 fields (docs/records-v2.md); absent: v1. */
+  v?: 2;
   ops: DeltaOp[];
+  /** The seq whose state the ops apply to; absent: the state before this event. */
+  baseSeq?: number;
   baseDigest: string;
   stateDigest: string;
+  /** Depth of the result along baseSeq links (records-v2). */
+  depth?: number;
+  /** The checkpoint's label (a LangGraph checkpoint id), unique in the stream. */
+  label?: string;
+  /** Small JSON the writer attached (the saver's metadata). */
+  meta?: JsonValue;
+  /** The label of the checkpoint this one continues. */
+  parentLabel?: string;
 }
 
 export interface ForkPayload {

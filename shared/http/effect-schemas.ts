@@ -9,7 +9,8 @@ export const EFFECT_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$/;
 export const FencingHeaders = z.object({
   'Hefesto-Fencing-Token': z
     .string()
-    .regex(/^\d{1,15}$/)
+    // Epochs start at 1: a token of 0 would read as no fence at all to the commit protocol.
+    .regex(/^[1-9]\d{0,14}$/, 'must be a lease epoch (a whole number from 1)')
     .transform(Number)
     .optional()
     .openapi({
@@ -34,32 +35,50 @@ export const LeaseBody = z
           'token are fenced, as before leases were exclusive.',
       }),
   })
-  .openapi('LeaseRequest');
+  .openapi('LeaseRequest', { example: { owner: 'worker-7', ttlMs: 30_000 } });
+
+const leaseOwner = { owner: z.string().regex(OWNER_PATTERN), epoch: z.number().int().min(1) };
 
 export const LeaseOwnerBody = z
-  .strictObject({ owner: z.string().regex(OWNER_PATTERN), epoch: z.number().int().min(1) })
-  .openapi('LeaseOwner');
+  .strictObject(leaseOwner)
+  .openapi('LeaseOwner', { example: { owner: 'worker-7', epoch: 1 } });
 
-export const RenewBody = LeaseOwnerBody.extend({
-  ttlMs: z.number().int().min(1000).max(300_000),
-}).openapi('LeaseRenewal');
+// Not LeaseOwnerBody.extend(): the document would say allOf of two closed objects, which
+// no body can satisfy.
+export const RenewBody = z
+  .strictObject({ ...leaseOwner, ttlMs: z.number().int().min(1000).max(300_000) })
+  .openapi('LeaseRenewal', { example: { owner: 'worker-7', epoch: 1, ttlMs: 30_000 } });
 
-export const DrainBody = LeaseOwnerBody.extend({
-  graceMs: z.number().int().min(0).max(15_000).optional().openapi({
-    description:
-      'Longest wait for in-flight writes (default 10 s); ends early once the stream is quiet',
-  }),
-}).openapi('DrainRequest');
+export const DrainBody = z
+  .strictObject({
+    ...leaseOwner,
+    graceMs: z.number().int().min(0).max(15_000).optional().openapi({
+      description:
+        'Longest wait for in-flight writes (default 10 s); ends early once the stream is quiet',
+    }),
+  })
+  .openapi('DrainRequest', { example: { owner: 'worker-7', epoch: 1, graceMs: 2_000 } });
 
 export const LeaseResult = z
   .object({
+    active: z.boolean().optional().openapi({
+      description: 'GET only: false once released (the epoch is fenced)',
+    }),
     owner: z.string(),
     epoch: z.number().int(),
     expiresAt: z.iso.datetime(),
     draining: z.boolean(),
     exclusive: z.boolean().openapi({ description: 'Writes without the epoch are refused' }),
   })
-  .openapi('Lease');
+  .openapi('Lease', {
+    example: {
+      owner: 'worker-7',
+      epoch: 1,
+      expiresAt: '2024-06-01T09:30:30.000Z',
+      draining: false,
+      exclusive: true,
+    },
+  });
 
 export const DrainResult = z
   .object({
@@ -68,7 +87,14 @@ export const DrainResult = z
     stateDigest: z.string(),
     snapshot: z.boolean(),
   })
-  .openapi('DrainResult');
+  .openapi('DrainResult', {
+    example: {
+      epoch: 1,
+      seq: 2,
+      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      snapshot: true,
+    },
+  });
 
 /** Stream ids are validated by the one schema (StreamParams), as on every route. */
 export const EffectParams = StreamParams.extend({
@@ -88,7 +114,14 @@ export const BeginBody = z
     sagaId: z.string().regex(EFFECT_KEY_PATTERN).optional(),
     leaseMs: z.number().int().min(1000).max(900_000).optional(),
   })
-  .openapi('EffectBegin');
+  .openapi('EffectBegin', {
+    example: {
+      kind: 'payment',
+      intent: { amount: 1200, currency: 'EUR' },
+      compensation: { refund: 'pay-order-17' },
+      sagaId: 'order-17',
+    },
+  });
 
 export const BeginResult = z
   .object({
@@ -101,14 +134,26 @@ export const BeginResult = z
     result: z.unknown().optional(),
     error: z.unknown().optional(),
   })
-  .openapi('EffectBeginResult');
+  .openapi('EffectBeginResult', {
+    example: {
+      status: 'acquired',
+      effectKey: 'pay-order-17',
+      holder: 'a3408528-863b-4fa9-837d-6ba2d490c730',
+      leaseExpiresAt: 1717234230000,
+      attempt: 1,
+    },
+  });
 
 export const CompleteBody = z
   .strictObject({ holder: z.string().min(1), result: Json })
-  .openapi('EffectComplete');
+  .openapi('EffectComplete', {
+    example: { holder: 'a3408528-863b-4fa9-837d-6ba2d490c730', result: { paymentId: 'p_81' } },
+  });
 export const FailBody = z
   .strictObject({ holder: z.string().min(1), error: Json })
-  .openapi('EffectFail');
+  .openapi('EffectFail', {
+    example: { holder: 'a3408528-863b-4fa9-837d-6ba2d490c730', error: { reason: 'card declined' } },
+  });
 
 export const EffectResult = z
   .object({
@@ -117,7 +162,9 @@ export const EffectResult = z
     result: z.unknown().optional(),
     error: z.unknown().optional(),
   })
-  .openapi('Effect');
+  .openapi('Effect', {
+    example: { effectKey: 'pay-order-17', status: 'completed', result: { paymentId: 'p_81' } },
+  });
 
 export const SagaParams = StreamParams.extend({
   sagaId: z
@@ -138,4 +185,22 @@ export const CompensateResult = z
       }),
     ),
   })
-  .openapi('SagaCompensation');
+  .openapi('SagaCompensation', {
+    example: {
+      sagaId: 'order-17',
+      compensations: [
+        {
+          effectKey: 'pay-order-17',
+          compensationKey: 'compensate:pay-order-17',
+          compensation: { refund: 'pay-order-17' },
+          begin: {
+            status: 'acquired',
+            effectKey: 'compensate:pay-order-17',
+            holder: '0b6c1d0e-2f7a-4c55-9d4e-3a1f5e2b7c90',
+            leaseExpiresAt: 1717234230000,
+            attempt: 1,
+          },
+        },
+      ],
+    },
+  });

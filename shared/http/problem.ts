@@ -41,7 +41,7 @@ export interface Problem {
 export const problemType = (code: ErrorCode): string => `urn:hefesto:problem:${code}`;
 
 /** 'ErrIdempotencyKeyReused' -> 'Idempotency key reused'. */
-const titleOf = (code: ErrorCode): string => {
+export const titleOf = (code: ErrorCode): string => {
   const words = code.replace(/^Err/, '').replace(/([a-z])([A-Z])/g, '$1 $2');
   return words.charAt(0) + words.slice(1).toLowerCase();
 };

@@ -3,7 +3,7 @@ import { RESERVED_TYPE_PREFIX } from '../domain/state.js';
 import { SCOPES, TENANT_PATTERN } from '../services/keys.js';
 import { parseIdempotencyKey } from './idempotency-key.js';
 import { READ_LIMIT } from './limits.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { codesOfStatus, errorResponses } from './openapi-errors.js';
 
 /**
  * The zod schemas of the API: they validate requests and, through @hono/zod-openapi, are the
@@ -62,7 +62,7 @@ export const IdempotencyHeaders = z.object({
 export const WriteHeaders = IdempotencyHeaders.extend({
   'Hefesto-Fencing-Token': z
     .string()
-    .regex(/^\d{1,15}$/, 'must be a lease epoch (a whole number)')
+    .regex(/^[1-9]\d{0,14}$/, 'must be a lease epoch (a whole number from 1)')
     .transform(Number)
     .optional()
     .openapi({
@@ -107,7 +107,14 @@ export const AppendBody = z
           'Default: the deployment default (HEFESTO_RETENTION_DAYS), or forever.',
       }),
   })
-  .openapi('AppendRequest');
+  .openapi('AppendRequest', {
+    example: {
+      events: [
+        { type: 'observation', payload: { role: 'tool', name: 'search', output: '3 results' } },
+      ],
+      expectedSeq: 0,
+    },
+  });
 
 export const AppendResult = z
   .object({
@@ -115,7 +122,13 @@ export const AppendResult = z
     lastSeq: Seq,
     head: z.object({ seq: Seq, hash: Hash }),
   })
-  .openapi('AppendResult');
+  .openapi('AppendResult', {
+    example: {
+      firstSeq: 1,
+      lastSeq: 1,
+      head: { seq: 1, hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129' },
+    },
+  });
 
 export const StreamHead = z
   .object({
@@ -128,7 +141,18 @@ export const StreamHead = z
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
-  .openapi('StreamHead');
+  .openapi('StreamHead', {
+    example: {
+      streamId: 'run-2024-06-01.a',
+      seq: 1,
+      hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
+      stateDigest: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+      deltas: 0,
+      stateSeq: 0,
+      createdAt: '2024-06-01T09:30:00.000Z',
+      updatedAt: '2024-06-01T09:30:00.000Z',
+    },
+  });
 
 export const ReadQuery = z.object({
   from: z.coerce.number().int().min(1).optional().openapi({ description: 'First seq to read' }),
@@ -156,7 +180,21 @@ export const EventsPage = z
       description: 'Pass as `from` to read on; null once the read reached the head',
     }),
   })
-  .openapi('EventsPage');
+  .openapi('EventsPage', {
+    example: {
+      events: [
+        {
+          seq: 1,
+          ts: 1717234200000,
+          type: 'observation',
+          payload: { name: 'search', output: '3 results', role: 'tool' },
+          prevHash: '7270359585a74b85821f9a34ef24f7b5a64854e80d8a3a654a1f8e4f4c87c128',
+          hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
+        },
+      ],
+      next: null,
+    },
+  });
 
 export const VerifyResult = z
   .union([
@@ -174,7 +212,13 @@ export const VerifyResult = z
       }),
     }),
   ])
-  .openapi('VerifyResult');
+  .openapi('VerifyResult', {
+    example: {
+      ok: true,
+      seq: 1,
+      hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
+    },
+  });
 
 export const RepairResult = z
   .object({
@@ -185,7 +229,19 @@ export const RepairResult = z
     head: z.object({ seq: Seq, hash: Hash, stateDigest: Hash, deltas: Seq, stateSeq: Seq }),
     prunedSeq: Seq.optional(),
   })
-  .openapi('RepairResult');
+  .openapi('RepairResult', {
+    example: {
+      repaired: true,
+      before: null,
+      head: {
+        seq: 3,
+        hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
+        stateDigest: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+        deltas: 0,
+        stateSeq: 0,
+      },
+    },
+  });
 
 export const ScopeSchema = z.enum(SCOPES);
 
@@ -197,7 +253,7 @@ export const CreateKeyBody = z
     }),
     scopes: z.array(ScopeSchema).min(1),
   })
-  .openapi('CreateKeyRequest');
+  .openapi('CreateKeyRequest', { example: { tenant: 'acme', scopes: ['read', 'write'] } });
 
 export const CreatedKey = z
   .object({
@@ -206,9 +262,18 @@ export const CreatedKey = z
     tenant: z.string(),
     scopes: z.array(ScopeSchema),
   })
-  .openapi('CreatedKey');
+  .openapi('CreatedKey', {
+    example: {
+      id: '71070ee88ba1d44d',
+      key: 'hk_71070ee88ba1d44d_Ej8cWzY7LvJDLZNWSa4FjJ2hTKdFpB5aN9JiIi0IMRE',
+      tenant: 'acme',
+      scopes: ['read', 'write'],
+    },
+  });
 
-export const Health = z.object({ ok: z.literal(true) }).openapi('Health');
+export const Health = z
+  .object({ ok: z.literal(true) })
+  .openapi('Health', { example: { ok: true } });
 
 export const ProblemSchema = z
   .object({
@@ -229,6 +294,12 @@ export const ProblemSchema = z
     stateDigest: z.string().optional().openapi({
       description: "ErrDivergenceDetected (stale baseDigest): the stream's state digest now",
     }),
+    opIndex: z.number().int().min(0).optional().openapi({
+      description: 'ErrInvalidDelta: the op that cannot apply',
+    }),
+    retryAfterSeconds: z.number().int().min(1).optional().openapi({
+      description: 'ErrIdempotencyInProgress: as the Retry-After header',
+    }),
     issues: z
       .array(z.object({ in: z.string(), path: z.string(), message: z.string() }))
       .optional()
@@ -236,31 +307,13 @@ export const ProblemSchema = z
   })
   .openapi('Problem', { description: 'RFC 9457 problem details' });
 
-const PROBLEM_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid input (ErrInvalidInput)',
-  401: 'Missing, unknown or revoked API key (ErrUnauthorized)',
-  403: 'The key lacks the scope or the tenant (ErrForbidden)',
-  404: 'Not found (ErrStreamNotFound, ErrNotFound)',
-  409: 'Conflict (ErrSeqConflict, ErrIdempotencyInProgress with Retry-After)',
-  410: 'Pruned by retention (ErrPruned, with prunedSeq): read after prunedSeq',
-  413: 'Body, batch or payload too large (ErrPayloadTooLarge)',
-  415: 'Content-Type is not application/json (ErrUnsupportedMediaType)',
-  422: 'Idempotency-Key reused with another request (ErrIdempotencyKeyReused)',
-  500: 'Tampered ledger (ErrTamperedLedger, with firstBadSeq) or internal error',
-  503: 'Storage unavailable (ErrUnavailable); retry later',
-};
-
-/** OpenAPI responses for the problem statuses a route can answer. */
+/**
+ * OpenAPI responses for the problem statuses a route can answer, documenting every code of
+ * each status.
+ * @deprecated List the codes the route answers instead: errorResponses (openapi-errors.ts).
+ */
 export const problemResponses = (...statuses: number[]) =>
-  Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      {
-        description: PROBLEM_DESCRIPTIONS[status] ?? 'Error',
-        content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
-      },
-    ]),
-  );
+  errorResponses(codesOfStatus(...statuses));
 
 export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { LABEL_PATTERN } from '../services/labels.js';
 import { STREAM_ID_PATTERN } from './schemas.js';
 
 /** Schemas of the checkpoint, state and fork routes (validation and OpenAPI in one). */
@@ -39,12 +40,48 @@ export const CheckpointBody = z
     stateDigest: Digest.optional().openapi({
       description: 'Optional: the digest the ops must yield; otherwise 409 and nothing written',
     }),
+    baseSeq: Seq.optional().openapi({
+      description:
+        'The checkpoint seq (a delta or fork event, or 0 for {}) whose state the ops apply to; ' +
+        'default: the head’s state. Below it: a branch (time travel) whose result becomes the ' +
+        'head state; `baseDigest` must be the digest recorded there (else 409). Not a ' +
+        'checkpoint seq, or below the pruning point: 400.',
+    }),
+    label: z
+      .string()
+      .regex(LABEL_PATTERN)
+      .optional()
+      .openapi({
+        description:
+          'A label unique in the stream (e.g. a LangGraph checkpoint id): read it back with GET ' +
+          '.../checkpoints/{label}; a label the stream holds is 409 ErrLabelExists',
+      }),
+    meta: z.unknown().optional().openapi({
+      description: 'Small JSON kept with the label (at most 16 KiB as canonical JSON)',
+    }),
+    parentLabel: z.string().regex(LABEL_PATTERN).optional().openapi({
+      description: 'The label of the checkpoint this one continues',
+    }),
   })
-  .openapi('CheckpointRequest');
+  .openapi('CheckpointRequest', {
+    example: {
+      ops: [
+        { op: 'set', path: '/messages', value: [{ role: 'user', text: 'hi' }] },
+        { op: 'set', path: '/turn', value: 1 },
+      ],
+      baseDigest: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+    },
+  });
 
 export const CheckpointResult = z
   .object({ seq: Seq, stateDigest: Digest })
-  .openapi('CheckpointResult');
+  .openapi('CheckpointResult', {
+    example: {
+      seq: 2,
+      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+    },
+  });
 
 export const StateQuery = z.object({
   at: z.coerce.number().int().min(1).optional().openapi({
@@ -58,14 +95,20 @@ export const StateResult = z
     state: z.record(z.string(), z.unknown()),
     stateDigest: Digest,
   })
-  .openapi('StateResult');
+  .openapi('StateResult', {
+    example: {
+      seq: 2,
+      state: { messages: [{ role: 'user', text: 'hi' }], turn: 1 },
+      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+    },
+  });
 
 export const ForkBody = z
   .strictObject({
     newStreamId: z.string().regex(STREAM_ID_PATTERN),
     at: z.number().int().min(1).openapi({ description: 'The source seq to fork at' }),
   })
-  .openapi('ForkRequest');
+  .openapi('ForkRequest', { example: { newStreamId: 'run-2024-06-01.b', at: 2 } });
 
 export const ForkResult = z
   .object({
@@ -74,4 +117,15 @@ export const ForkResult = z
     stateDigest: Digest,
     source: z.object({ streamId: z.string(), seq: Seq, hash: z.string() }),
   })
-  .openapi('ForkResult');
+  .openapi('ForkResult', {
+    example: {
+      streamId: 'run-2024-06-01.b',
+      seq: 1,
+      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      source: {
+        streamId: 'run-2024-06-01.a',
+        seq: 2,
+        hash: 'fbac843f6e0de34c4a45e2e116d91eaa0f5597ac30be008861abf9088dc05548',
+      },
+    },
+  });

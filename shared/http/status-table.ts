@@ -48,6 +48,7 @@ export const STATUS_BY_CODE = {
   ErrCrashInjected: 500,
   ErrInternal: 500,
   ErrUnavailable: 503,
+  ErrLabelExists: 409,
 } as const satisfies Record<ErrorCode, number>;
 
 export type ProblemStatus = (typeof STATUS_BY_CODE)[ErrorCode];

@@ -70,16 +70,19 @@ export const stateEffect = (
   events: Array<{ seq: number; type: string; payload: () => unknown }>,
   before: StateEffect,
 ): StateEffect => {
-  let { stateDigest, deltas, stateSeq } = before;
+  let { stateDigest, deltas, stateSeq, stateDepth } = before;
   for (const event of events) {
     if (event.type !== DELTA_EVENT && event.type !== FORK_EVENT) continue;
-    const digest = (event.payload() as { stateDigest?: unknown } | null)?.stateDigest;
-    if (typeof digest !== 'string') continue;
-    stateDigest = digest;
+    const payload = event.payload() as { stateDigest?: unknown; depth?: unknown } | null;
+    if (typeof payload?.stateDigest !== 'string') continue;
+    stateDigest = payload.stateDigest;
     stateSeq = event.seq;
     if (event.type === DELTA_EVENT) deltas++;
+    // records-v2: a v2 delta records the depth of its result; a fork or a v1 delta leaves
+    // the head without one (absent means deltas mod K).
+    stateDepth = typeof payload.depth === 'number' ? payload.depth : undefined;
   }
-  return { stateDigest, deltas, stateSeq };
+  return { stateDigest, deltas, stateSeq, ...(stateDepth === undefined ? {} : { stateDepth }) };
 };
 
 export interface StateEffect {
@@ -87,6 +90,8 @@ export interface StateEffect {
   deltas: number;
   /** Seq of the last event that set the state (delta or fork); 0 before any. */
   stateSeq: number;
+  /** records-v2 `stateDepth` of the state at stateSeq, when a v2 delta recorded it. */
+  stateDepth?: number;
 }
 
 export const sealedEffect = (events: SealedEvent[]) =>
@@ -123,6 +128,8 @@ export type CommitSegment = Pick<
   StateEffect & {
     /** Seqs of its delta events; object size in bytes; the request's TTL (on create). */
     deltaSeqs: number[];
+    /** Its labelled delta events (commit-extras.ts labelledOf). */
+    labelled?: Array<{ seq: number; type: string; payload: () => unknown }>;
     size: number;
     ttlMs?: number;
   };

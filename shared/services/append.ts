@@ -7,6 +7,7 @@ import {
   IdempotencyInProgressError,
   IdempotencyKeyReusedError,
   InvalidInputError,
+  LabelExistsError,
   SeqConflictError,
   StreamNotFoundError,
   TamperedLedgerError,
@@ -27,7 +28,7 @@ import {
   stateEffect,
 } from './append-model.js';
 import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
-import { chainEndCheck, commitExtras, deltaSeqsOf } from './commit-extras.js';
+import { chainEndCheck, commitExtras, deltaSeqsOf, labelledOf } from './commit-extras.js';
 import {
   headKey,
   idempotencyRecordKey,
@@ -187,7 +188,12 @@ export class Appender {
         lastHash: last.hash,
         ...effect,
       };
-      const extra = { deltaSeqs: deltaSeqsOf(batch), size: body.length, ttlMs: req.ttlMs };
+      const extra = {
+        deltaSeqs: deltaSeqsOf(batch),
+        labelled: labelledOf(batch),
+        size: body.length,
+        ttlMs: req.ttlMs,
+      };
       try {
         await this.#commit(
           req.tenant,
@@ -312,7 +318,12 @@ export class Appender {
     const effect = stateEffect(batch, head);
     const sameKey = req.idempotency !== undefined && header.idempotencyKey === req.idempotency.key;
     const ttlMs = sameKey ? req.ttlMs : undefined;
-    const extra = { deltaSeqs: deltaSeqsOf(batch), size: stored.body.length, ttlMs };
+    const extra = {
+      deltaSeqs: deltaSeqsOf(batch),
+      labelled: labelledOf(batch),
+      size: stored.body.length,
+      ttlMs,
+    };
     if (sameKey) {
       if (header.requestDigest !== req.idempotency?.digest) throw new IdempotencyKeyReusedError();
       const age = this.#o.clock.now() - header.createdAt;
@@ -370,8 +381,11 @@ export class Appender {
       head,
       lastSeq: segment.lastSeq,
       deltaSeqs: segment.deltaSeqs,
+      labelled: segment.labelled,
       ttlMs: segment.ttlMs,
     });
+    const depth: Record<string, number> =
+      segment.stateDepth === undefined ? {} : { stateDepth: segment.stateDepth };
     const ops: TransactOp[] = [
       head.exists
         ? {
@@ -385,8 +399,12 @@ export class Appender {
                 deltas: segment.deltas,
                 stateSeq: segment.stateSeq,
                 updatedAt: now,
+                ...depth,
                 ...extras.head,
               },
+              ...(segment.stateDepth === undefined && head.stateDepth !== undefined
+                ? { remove: ['stateDepth'] }
+                : {}),
             },
             conditions: [
               { op: 'eq', attr: 'seq', value: head.seq },
@@ -406,6 +424,7 @@ export class Appender {
               stateSeq: segment.stateSeq,
               createdAt: now,
               updatedAt: now,
+              ...depth,
               ...extras.head,
             },
             conditions: [{ op: 'notExists' }],
@@ -456,6 +475,10 @@ export class Appender {
     } catch (err) {
       if (err instanceof ConflictError && err.index === ops.length - 1) {
         throw fenceError(err.current as Item | undefined, { ...fence }, now);
+      }
+      const refused = err instanceof ConflictError ? ops[err.index ?? -1] : undefined;
+      if (refused && extras.labelPuts.has(refused) && refused.kind === 'put') {
+        throw new LabelExistsError(String(refused.item.label));
       }
       if (!(err instanceof ConflictError) || !anchor || err.index !== ops.indexOf(anchor))
         throw err;

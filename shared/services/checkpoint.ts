@@ -1,5 +1,12 @@
+import type { JsonValue } from '../domain/canonical.js';
 import { canonicalJson } from '../domain/canonical.js';
-import { DivergenceError, SeqConflictError, StreamExistsError } from '../domain/errors.js';
+import {
+  DivergenceError,
+  InvalidInputError,
+  LabelExistsError,
+  SeqConflictError,
+  StreamExistsError,
+} from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
 import { sha256Hex } from '../domain/hashing.js';
 import {
@@ -7,11 +14,14 @@ import {
   DELTA_EVENT,
   type DeltaOp,
   type DeltaPayload,
+  EMPTY_STATE_DIGEST,
   FORK_EVENT,
   type ForkPayload,
   type JsonObject,
 } from '../domain/state.js';
-import type { Appender } from './append.js';
+import type { Appender, ChainHead } from './append.js';
+import type { CheckpointLabels } from './labels.js';
+import type { Reader } from './reader.js';
 import type { StateStore } from './state.js';
 
 /**
@@ -26,6 +36,18 @@ import type { StateStore } from './state.js';
  * object (put-if-absent) after the commit, from the canonical JSON it already computed for
  * the digest; it never holds the head or another append. If it dies first, the next
  * hydration that applies K deltas writes the missing base.
+ *
+ * Payload v2 (docs/records-v2.md), written when a request names any of `label`, `meta`,
+ * `parentLabel` or `baseSeq`:
+ * - `label` (unique in the stream: checked here, and `notExists` in the commit transaction,
+ *   which also writes the label and list records: labels.ts), `meta`, `parentLabel`;
+ * - `baseSeq`: the state-setting seq whose state the ops apply to. At the head's state (or
+ *   absent) the checkpoint is linear, trapped on the head's digest as in v1. Below it, a
+ *   branch (time travel): `baseDigest` must be the digest recorded at `baseSeq`, the state
+ *   there is hydrated, and the result becomes the head state (one linear ledger).
+ * - `depth`: depth of `baseSeq`'s state + 1 (0 at the K-th delta, where the base snapshot is
+ *   written). Base snapshots keep v1's cadence (every K deltas) until state v2 moves it to
+ *   depth; hydration follows baseSeq links either way (state.ts).
  */
 
 export interface CheckpointRequest {
@@ -37,6 +59,14 @@ export interface CheckpointRequest {
   idempotency?: { key: string; digest: string };
   /** The writer's lease epoch; a checkpoint is also refused while the stream drains. */
   fence?: number;
+  /** v2: the state-setting seq the ops apply to (default: the head's state). */
+  baseSeq?: number;
+  /** v2: the checkpoint's label, unique in the stream (LABEL_PATTERN). */
+  label?: string;
+  /** v2: small JSON kept on the label and list records (≤ 16 KiB canonical). */
+  meta?: JsonValue;
+  /** v2: the label of the checkpoint this one continues. */
+  parentLabel?: string;
 }
 
 export interface CheckpointResult {
@@ -92,6 +122,8 @@ export class StateCache {
 export interface CheckpointerOptions {
   appender: Appender;
   states: StateStore;
+  reader: Reader;
+  labels: CheckpointLabels;
   cache?: StateCache;
   /** Called when a base snapshot could not be written (the request still succeeds). */
   onSnapshotError?: (err: unknown) => void;
@@ -105,30 +137,31 @@ export class Checkpointer {
   }
 
   async checkpoint(req: CheckpointRequest): Promise<CheckpointResult> {
-    const { appender, states, cache } = this.#o;
+    const { appender, states, cache, labels } = this.#o;
     const base = { tenant: req.tenant, stream: req.stream, idempotency: req.idempotency };
     // Head first, then the idempotency record: the order the appender relies on (a request
     // committed between the two reads is seen by the second), so it can skip both reads.
     const head = await appender.readHead(req.tenant, req.stream);
     const stored = await appender.storedResult({ ...base, events: [] });
     if (stored) return this.#replayed(stored.response);
-    if (head.stateDigest !== req.baseDigest) {
-      throw DivergenceError.staleBase(head);
+    // Checked after the head read: a label committed before it is seen here, so the commit's
+    // own `notExists` only meets a concurrent writer (and then refuses the whole commit).
+    if (req.label !== undefined && (await labels.exists(req.tenant, req.stream, req.label))) {
+      throw new LabelExistsError(req.label);
     }
-    const current =
-      cache.take(req.tenant, req.stream, head.stateDigest) ??
-      (head.exists ? (await states.hydrate(req.tenant, req.stream, head.seq)).state : {});
-    const next = applyOps(current, req.ops);
+    const linear = req.baseSeq === undefined || req.baseSeq === head.stateSeq;
+    const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
+    const next = applyOps(from.state, req.ops);
     const stateJson = canonicalJson(next);
     const stateDigest = sha256Hex(stateJson);
     if (req.stateDigest !== undefined && req.stateDigest !== stateDigest) {
       throw new DivergenceError('stateDigest is not what the ops yield', head.seq + 1, stateDigest);
     }
-    const payload: DeltaPayload = { ops: req.ops, baseDigest: req.baseDigest, stateDigest };
+    const payload = this.#payload(req, stateDigest, from.depth, linear ? head.deltas + 1 : 0);
     const outcome = await appender.append({
       ...base,
       events: [{ type: DELTA_EVENT, payload: payload as never }],
-      expectedStateDigest: req.baseDigest,
+      expectedStateDigest: linear ? req.baseDigest : undefined,
       knownHead: head,
       fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
     });
@@ -146,6 +179,76 @@ export class Checkpointer {
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
     return { seq: outcome.response.lastSeq, stateDigest, replayed: false };
+  }
+
+  /** The head's state, for a linear checkpoint (the divergence trap on the head digest). */
+  async #headState(req: CheckpointRequest, head: ChainHead) {
+    if (head.stateDigest !== req.baseDigest) throw DivergenceError.staleBase(head);
+    const { states, cache } = this.#o;
+    const state =
+      cache.take(req.tenant, req.stream, head.stateDigest) ??
+      (head.exists ? (await states.hydrate(req.tenant, req.stream, head.seq)).state : {});
+    return { state, depth: head.stateDepth ?? head.deltas % states.snapshotEvery };
+  }
+
+  /**
+   * The state at `baseSeq` below the head's, for a branch: it must be a state-setting seq
+   * (a delta, a fork, or 0) at or above the pruning point (else 400, nothing written), and
+   * `baseDigest` the digest recorded there (else the divergence trap).
+   */
+  async #branchBase(req: CheckpointRequest, head: ChainHead) {
+    const at = req.baseSeq ?? 0;
+    const floor = head.prunedSeq ?? 0;
+    if (at > head.stateSeq || at < floor || (at === 0 && floor > 0)) {
+      throw new InvalidInputError(
+        `baseSeq must be a checkpoint seq between ${floor} and ${head.stateSeq}`,
+      );
+    }
+    if (at === 0) {
+      if (req.baseDigest !== EMPTY_STATE_DIGEST) {
+        throw new DivergenceError('baseDigest is not the digest of the empty state', 0);
+      }
+      return { state: {} as JsonObject, depth: 0 };
+    }
+    const [event] = (
+      await this.#o.reader.readEvents(req.tenant, req.stream, { from: at, limit: 1 })
+    ).events;
+    if (event?.seq !== at || (event.type !== DELTA_EVENT && event.type !== FORK_EVENT)) {
+      throw new InvalidInputError(`baseSeq ${at} is not a checkpoint (a delta or a fork)`);
+    }
+    const recorded = (event.payload as { stateDigest?: unknown }).stateDigest;
+    if (recorded !== req.baseDigest) {
+      throw new DivergenceError(
+        `baseDigest is not the state digest recorded at seq ${at}`,
+        at,
+        typeof recorded === 'string' ? recorded : undefined,
+      );
+    }
+    const hydrated = await this.#o.states.hydrate(req.tenant, req.stream, at);
+    return { state: hydrated.state, depth: hydrated.depth };
+  }
+
+  /** The event payload: v1 unless the request uses a v2 field. */
+  #payload(req: CheckpointRequest, stateDigest: string, baseDepth: number, deltasAfter: number) {
+    const v1: DeltaPayload = { ops: req.ops, baseDigest: req.baseDigest, stateDigest };
+    const v2 =
+      req.baseSeq !== undefined ||
+      req.label !== undefined ||
+      req.meta !== undefined ||
+      req.parentLabel !== undefined;
+    if (!v2) return v1;
+    const reset = deltasAfter > 0 && deltasAfter % this.#o.states.snapshotEvery === 0;
+    return {
+      v: 2,
+      ops: req.ops,
+      ...(req.baseSeq === undefined ? {} : { baseSeq: req.baseSeq }),
+      baseDigest: req.baseDigest,
+      stateDigest,
+      depth: reset ? 0 : baseDepth + 1,
+      ...(req.label === undefined ? {} : { label: req.label }),
+      ...(req.meta === undefined ? {} : { meta: req.meta }),
+      ...(req.parentLabel === undefined ? {} : { parentLabel: req.parentLabel }),
+    } satisfies DeltaPayload;
   }
 
   #replayed(response: { lastSeq: number; stateDigest?: string }): CheckpointResult {
@@ -166,6 +269,11 @@ export class Checkpointer {
       const origin = await states.forkOrigin(req.tenant, stream);
       return this.#forkResult(req, stored.response, origin, true);
     }
+    // Refuse an existing target before writing anything under it (a 4xx stores nothing). A
+    // stream created between this read and the append below still gets 409 from the append;
+    // the snapshot object written for it meanwhile is then the only leftover.
+    const target = await appender.readHead(req.tenant, stream);
+    if (target.exists && target.seq > 0) throw new StreamExistsError(stream);
     const origin = await states.hydrate(req.tenant, req.source, req.at);
     const snapshotKey = await states.writeSnapshotObject(req.tenant, stream, {
       seq: 0,

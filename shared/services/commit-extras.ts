@@ -1,7 +1,10 @@
+import { genesisHash } from '../domain/event.js';
 import { DELTA_EVENT } from '../domain/state.js';
 import type { JsonValue, TransactOp } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
-import { baseDueKey, dueKey, markerKey, segmentIndexKey, streamIndexKey } from './layout.js';
+import { labelOps } from './labels.js';
+import { baseDueKey, dueKey, markerKey, segmentIndexKey } from './layout.js';
+import { streamIndexKey } from './stream-list.js';
 
 /**
  * What an append's commit transaction writes for compaction and retention, besides the head,
@@ -15,10 +18,10 @@ import { baseDueKey, dueKey, markerKey, segmentIndexKey, streamIndexKey } from '
  *   is due there. The checkpointer writes it and clears the record; if it dies first, the
  *   compactor finds the record and writes the base.
  * - the commit that creates a stream stamps its expiry (the request's TTL, else the
- *   deployment default) and schedules the compactor's visit at that time.
- * - the commit that creates a stream puts its row in the tenant's stream index and marks the
- *   head `listed`; a head without the mark (a stream created before the index) gets both on
- *   its next commit. One put per stream, ever: the index never costs a write per append.
+ *   deployment default) and schedules the compactor's visit at that time, and puts the
+ *   stream's record in its tenant's stream index (stream-list.ts).
+ * - a labelled delta puts its checkpoint label (`notExists`: unique in the stream) and list
+ *   records (labels.ts), and the head counts `labels`.
  */
 
 export interface CommitExtrasOptions {
@@ -34,7 +37,12 @@ export interface CommitExtras {
   /** Attributes to set on the head (also on the head a create puts). */
   head: Record<string, JsonValue>;
   ops: TransactOp[];
+  /** The label puts among `ops`: a conflict at one of them is a duplicate label. */
+  labelPuts: Set<TransactOp>;
 }
+
+/** An event of a batch with its payload read lazily (append-model.ts). */
+export type BatchEvent = { seq: number; type: string; payload: () => unknown };
 
 /** Seqs of the delta events of a batch, in order (same rule as stateEffect). */
 export const deltaSeqsOf = (
@@ -48,6 +56,14 @@ export const deltaSeqsOf = (
     )
     .map((e) => e.seq);
 
+/** The delta events of a batch that carry a checkpoint label. */
+export const labelledOf = (events: BatchEvent[]): BatchEvent[] =>
+  events.filter(
+    (e) =>
+      e.type === DELTA_EVENT &&
+      typeof (e.payload() as { label?: unknown } | null)?.label === 'string',
+  );
+
 export const commitExtras = (
   options: CommitExtrasOptions,
   at: {
@@ -55,9 +71,11 @@ export const commitExtras = (
     stream: string;
     now: number;
     /** The head before this commit (absent fields: an older record, count from 0). */
-    head: { exists: boolean; pending?: number; deltas: number; listed?: boolean };
+    head: { exists: boolean; pending?: number; deltas: number; labels?: number };
     lastSeq: number;
     deltaSeqs: number[];
+    /** The batch's delta events that carry a label (labelledOf). */
+    labelled?: BatchEvent[];
     /** The request's TTL, used only when this commit creates the stream. */
     ttlMs?: number;
   },
@@ -82,6 +100,15 @@ export const commitExtras = (
     });
   }
   const fields: Record<string, JsonValue> = { pending: mark ? 0 : pending };
+  const labelled = labelOps(tenant, stream, at.labelled ?? [], now);
+  const labelPuts = new Set(labelled.filter((op) => op.kind === 'put' && op.conditions));
+  if (labelled.length > 0) {
+    fields.labels = (head.exists ? (head.labels ?? 0) : 0) + labelPuts.size;
+    ops.push(...labelled);
+  }
+  if (!head.exists) {
+    ops.push({ kind: 'put', item: { ...streamIndexKey(tenant, stream), createdAt: now } });
+  }
   const ttlMs = at.ttlMs ?? options.defaultTtlMs;
   if (!head.exists && ttlMs > 0) {
     fields.expiresAt = now + ttlMs;
@@ -90,11 +117,7 @@ export const commitExtras = (
       item: { ...dueKey(tenant, stream, now + ttlMs), tenant, stream },
     });
   }
-  if (!head.exists || head.listed !== true) {
-    fields.listed = true;
-    ops.push({ kind: 'put', item: { ...streamIndexKey(tenant, stream), createdAt: now } });
-  }
-  return { head: fields, ops };
+  return { head: fields, ops, labelPuts };
 };
 
 /**
@@ -110,6 +133,13 @@ export const chainEndCheck = (
   head: { exists: boolean; seq: number; hash: string; prunedSeq?: number; prunedHash?: string },
 ): TransactOp | undefined => {
   if (!head.exists) return undefined;
+  if (head.seq === 0) {
+    // A head before any event (a lease barrier creates one): no segment to anchor on, and the
+    // only hash it may hold is the stream's genesis.
+    if (head.hash !== genesisHash(tenant, stream))
+      throw headMismatch(head, 'the head is not genesis');
+    return undefined;
+  }
   if (head.prunedSeq !== undefined && head.prunedSeq >= head.seq) {
     if (head.prunedHash !== head.hash) throw headMismatch(head, 'the head is not the pruning hash');
     return undefined;

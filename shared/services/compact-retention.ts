@@ -21,11 +21,11 @@ import {
   SEGMENT_INDEX_PREFIX,
   SNAPSHOT_INDEX_PREFIX,
   segmentIndexKey,
-  streamIndexKey,
   streamPk,
   toSegmentIndex,
   toSnapshotIndex,
 } from './layout.js';
+import { streamIndexKey } from './stream-list.js';
 
 /**
  * Retention, done by the compactor under the stream's lease.
@@ -42,6 +42,7 @@ import {
  *      still there, marked; the next visit starts 2 again. A visit out of time stops and
  *      schedules the rest.
  * Once the head is gone the id is free: an append creates a new stream from genesis.
+ * `DELETE /v1/streams/{id}` (stream-delete.ts) marks the head the same way, then this runs.
  *
  * Pruning (head.pruneAfterMs): segments whose events are all older than the horizon go, while
  * everything after them stays verifiable:
@@ -135,7 +136,7 @@ export const expireStream = async (
       ],
     },
     { kind: 'delete', key: leaseKey(tenant, stream), conditions: visit.fence.conditions },
-    // Last with the head, so a listed stream always has a head (the list skips none).
+    // Its entry in the tenant's stream index (stream-list.ts), with the tombstone.
     { kind: 'delete', key: streamIndexKey(tenant, stream) },
   ]);
   deps.crash?.('stream-deleted');

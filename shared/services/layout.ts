@@ -23,7 +23,6 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  * | orphan sweep due  | t#{tenant}#s#{stream}     | sweep               |
  * | work marker       | compact#{shard}           | {tenant}#{stream}   |
  * | scheduled visit   | due#{shard}               | {dueAt, 16d}#{tenant}#{stream} |
- * | stream index      | t#{tenant}#streams        | {stream}            |
  *
  * Compaction records (see compactor.ts): a work marker is put in the same transaction as an
  * append that makes a stream worth compacting (one per stream, overwritten); scheduled visits
@@ -96,19 +95,6 @@ export const idempotencyRecordKey = (tenant: string, stream: string, key: string
     ? { pk: streamPk(tenant, stream), sk: `idem#${key.slice(SERVICE_KEY_MARK.length)}` }
     : idempotencyKey(tenant, key);
 
-/**
- * A tenant's stream index (GET /v1/streams): one row per stream, sk the stream id, so a
- * prefix search is a query over one partition in id order. Written by the commit that
- * creates the stream (or the first commit of a stream created before the index existed,
- * see head `listed`), deleted by retention with the stream's head.
- */
-export const streamIndexPk = (tenant: string): string => `t#${tenant}#streams`;
-
-export const streamIndexKey = (tenant: string, stream: string): ItemKey => ({
-  pk: streamIndexPk(tenant),
-  sk: stream,
-});
-
 /** The chain head: the only mutable pointer of a stream, moved by conditional writes. */
 export interface HeadRecord {
   seq: number;
@@ -134,8 +120,10 @@ export interface HeadRecord {
   /** `deleting`: expired; reads answer 404 and appends are refused until it is gone. */
   status?: 'deleting';
   deletingAt?: number;
-  /** The stream has its row in the tenant's stream index (streamIndexKey). */
-  listed?: boolean;
+  /** Deltas between the state at `stateSeq` and its base along baseSeq links (records-v2). */
+  stateDepth?: number;
+  /** Labelled checkpoints in the stream (records-v2). */
+  labels?: number;
 }
 
 /**
@@ -196,7 +184,8 @@ export const toHead = (item: Item): HeadRecord => ({
     prunedHash: typeof item.prunedHash === 'string' ? item.prunedHash : undefined,
     status: item.status === 'deleting' ? ('deleting' as const) : undefined,
     deletingAt: optNum(item, 'deletingAt'),
-    listed: item.listed === true ? true : undefined,
+    stateDepth: optNum(item, 'stateDepth'),
+    labels: optNum(item, 'labels'),
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),

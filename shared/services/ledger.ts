@@ -6,11 +6,14 @@ import { Checkpointer } from './checkpoint.js';
 import { Drainer } from './drain.js';
 import { EffectList } from './effect-list.js';
 import { EffectService } from './effects.js';
+import { CheckpointLabels } from './labels.js';
 import { LeaseService } from './leases.js';
+import { PendingWrites } from './pending-writes.js';
 import { Reader } from './reader.js';
 import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
 import { StateStore } from './state.js';
+import { StreamDeleter } from './stream-delete.js';
 import { StreamList } from './stream-list.js';
 import { Verifier } from './verifier.js';
 
@@ -45,8 +48,11 @@ export class Ledger {
   readonly leases: LeaseService;
   readonly drainer: Drainer;
   readonly effects: EffectService;
-  /** Listings for the console and integrations (stream-list.ts, effect-list.ts). */
+  readonly labels: CheckpointLabels;
+  readonly pendingWrites: PendingWrites;
   readonly streamList: StreamList;
+  readonly streamDeleter: StreamDeleter;
+  /** A stream's effects, for the console (effect-list.ts). */
   readonly effectList: EffectList;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
@@ -56,9 +62,15 @@ export class Ledger {
     this.verifier = new Verifier({ ...deps, reader: this.reader });
     this.repair = new HeadRepair({ ...deps, reader: this.reader });
     this.states = new StateStore({ ...deps, reader: this.reader, snapshotEvery });
+    this.labels = new CheckpointLabels(deps.records);
+    this.pendingWrites = new PendingWrites({ ...deps, reader: this.reader });
+    this.streamList = new StreamList(deps);
+    this.streamDeleter = new StreamDeleter(deps);
     this.checkpoints = new Checkpointer({
       appender: this.appender,
       states: this.states,
+      reader: this.reader,
+      labels: this.labels,
       onSnapshotError,
     });
     this.retention = new Retention(deps);
@@ -75,7 +87,6 @@ export class Ledger {
       appender: this.appender,
       reader: this.reader,
     });
-    this.streamList = new StreamList({ ...deps, leases: this.leases });
     this.effectList = new EffectList(deps);
   }
 }

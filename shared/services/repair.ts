@@ -6,14 +6,7 @@ import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { type StateEffect, sealedEffect, stateEffect } from './append-model.js';
 import { firstIndexRecord } from './chain-head.js';
-import {
-  type HeadRecord,
-  headKey,
-  snapshotIndexKey,
-  streamIndexKey,
-  toHead,
-  toSnapshotIndex,
-} from './layout.js';
+import { type HeadRecord, headKey, snapshotIndexKey, toHead, toSnapshotIndex } from './layout.js';
 import type { Reader } from './reader.js';
 
 /**
@@ -173,22 +166,10 @@ export class HeadRepair {
         );
         return;
       }
-      // `listed`, with the stream's index row put again (it may predate the index).
-      const item: Item = {
-        ...key,
-        ...head,
-        epoch: 0,
-        createdAt,
-        updatedAt: now,
-        pending: 0,
-        listed: true,
-      };
+      const item: Item = { ...key, ...head, epoch: 0, createdAt, updatedAt: now, pending: 0 };
       if (start.pruned)
         Object.assign(item, { prunedSeq: start.point.seq, prunedHash: start.point.hash });
-      await this.#o.records.transact([
-        { kind: 'put', item, conditions: [{ op: 'notExists' }] },
-        { kind: 'put', item: { ...streamIndexKey(tenant, stream), createdAt } },
-      ]);
+      await this.#o.records.put(item, { conditions: [{ op: 'notExists' }] });
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       throw new ConflictError('the head changed while it was repaired: run the repair again');

@@ -38,6 +38,11 @@ import type { Reader } from './reader.js';
  *      links to the snapshot's chain hash, and apply every delta: its baseDigest must be the
  *      running digest, and the digest recomputed after it must be the one it recorded.
  * Any mismatch fails closed: ErrTamperedLedger for bytes, ErrDivergenceDetected for digests.
+ *
+ * A v2 delta names the seq whose state it applies to (`baseSeq`, docs/records-v2.md). When
+ * that is not the state the walk holds (a time-travel branch), the state at `baseSeq` is
+ * hydrated first (recursively, by the same rule), and the walk goes on from the delta's
+ * result: the ledger stays one line, every delta's result is the state after it.
  */
 
 export interface HydratedState {
@@ -52,6 +57,8 @@ export interface HydratedState {
   baseSeq: number;
   /** Delta count of the stream at `seq`, when the base used records it. */
   deltas?: number;
+  /** records-v2 depth of the state at `seq`: deltas since its base along baseSeq links. */
+  depth: number;
 }
 
 export interface StateStoreOptions {
@@ -156,7 +163,15 @@ export class StateStore {
   /** State at `seq` (the head when omitted). */
   async hydrate(tenant: string, stream: string, seq?: number): Promise<HydratedState> {
     const head = await this.#o.reader.head(tenant, stream);
-    const at = seq ?? head.seq;
+    return this.#hydrate(tenant, stream, seq ?? head.seq, head);
+  }
+
+  async #hydrate(
+    tenant: string,
+    stream: string,
+    at: number,
+    head: Awaited<ReturnType<Reader['head']>>,
+  ): Promise<HydratedState> {
     if (!Number.isSafeInteger(at) || at < 1 || at > head.seq) {
       throw new InvalidInputError(`seq must be between 1 and ${head.seq}`);
     }
@@ -181,6 +196,8 @@ export class StateStore {
       from = base.seq + 1;
     }
     let deltasApplied = 0;
+    let depth = 0;
+    let stateSeq = base?.seq ?? 0;
     let next: number | undefined = from;
     while (next !== undefined && next <= at) {
       const page = await this.#o.reader.readEvents(tenant, stream, {
@@ -196,11 +213,19 @@ export class StateStore {
           );
         }
         if (event.type === DELTA_EVENT) {
+          const payload = event.payload as unknown as DeltaPayload;
+          if (payload.baseSeq !== undefined && payload.baseSeq !== stateSeq) {
+            ({ state, digest, depth } = await this.#baseOf(tenant, stream, payload.baseSeq, head));
+          }
           state = this.#applyDelta(event, state, digest);
-          digest = (event.payload as unknown as DeltaPayload).stateDigest;
+          digest = payload.stateDigest;
+          depth = typeof payload.depth === 'number' ? payload.depth : depth + 1;
+          stateSeq = event.seq;
           deltasApplied++;
         } else if (event.type === FORK_EVENT) {
           ({ state, digest } = await this.#applyFork(tenant, stream, event));
+          depth = 0;
+          stateSeq = event.seq;
         }
         hash = event.hash;
       }
@@ -223,8 +248,21 @@ export class StateStore {
       hash,
       deltasApplied,
       baseSeq: base?.seq ?? 0,
+      depth,
       ...(deltas === undefined ? {} : { deltas: deltas + deltasApplied }),
     };
+  }
+
+  /** The state a branching delta applies to: {} at 0, else hydrated (verified) at `seq`. */
+  async #baseOf(
+    tenant: string,
+    stream: string,
+    seq: number,
+    head: Awaited<ReturnType<Reader['head']>>,
+  ): Promise<{ state: JsonObject; digest: string; depth: number }> {
+    if (seq === 0) return { state: {}, digest: EMPTY_STATE_DIGEST, depth: 0 };
+    const at = await this.#hydrate(tenant, stream, seq, head);
+    return { state: at.state, digest: at.stateDigest, depth: at.depth };
   }
 
   /** Where a forked stream came from (its first event), verified like any read. */

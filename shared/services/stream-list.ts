@@ -1,110 +1,108 @@
+import { InvalidInputError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
-import type { RecordStore } from '../ports/record-store.js';
-import { IO_CONCURRENCY, mapLimit } from './compact-types.js';
-import { headKey, streamIndexPk, toHead } from './layout.js';
-import type { LeaseService } from './leases.js';
+import type { ItemKey, RecordStore } from '../ports/record-store.js';
+import { headKey, toHead } from './layout.js';
+import { leaseKey } from './leases.js';
 
 /**
- * A tenant's streams in id order, a page at a time, for `GET /v1/streams` (the console, the
- * LangGraph saver's thread listing). Reads the tenant's stream index (layout.ts), then the
- * head and the lease of each stream on the page: the cost of a page is one query (more only
- * when the store answers short pages) and two gets per stream, whatever the tenant holds.
+ * Listing a tenant's streams: `GET /v1/streams?prefix=&after=&limit=`.
+ *
+ * Served from the per-tenant stream index (`pk = t#{tenant}#streams`, `sk = {streamId}`), one
+ * record per stream, put by the commit transaction that creates the stream (commit-extras.ts)
+ * and deleted by the compactor's last step of a stream's deletion (compact-retention.ts). A
+ * page is one query of the index plus one get of the head and one of the lease per stream it
+ * names: its cost is proportional to the page, never to the tenant. A stream whose head is
+ * gone or marked `deleting` is left out (it reads as not found).
+ *
+ * Streams created before the index existed have no record and are not listed.
  */
+
+export const streamIndexPk = (tenant: string): string => `t#${tenant}#streams`;
+
+export const streamIndexKey = (tenant: string, stream: string): ItemKey => ({
+  pk: streamIndexPk(tenant),
+  sk: stream,
+});
 
 export interface ListedLease {
   owner: string;
   epoch: number;
   draining: boolean;
-  /** ms since the epoch. */
   expiresAt: number;
 }
 
 export interface ListedStream {
   streamId: string;
-  /** The head seq. */
   seq: number;
-  /** When the head last moved (ms). */
+  /** Milliseconds since the epoch. */
   updatedAt: number;
-  /** The lease while it is held (active, not expired); null when free. */
+  /** The writer lease while it is held (active and not expired), else null. */
   lease: ListedLease | null;
 }
 
 export interface StreamListPage {
   streams: ListedStream[];
-  /** Pass as `after` to read on; null once the list is exhausted. */
+  /** Pass as `after` to read on; null at the end. */
   next: string | null;
 }
 
-export interface ListRequest {
-  /** Only streams whose id starts with this ('' or absent: all). */
+export interface StreamListOptions {
   prefix?: string;
-  /** Exclusive cursor: the last stream id of the previous page. */
+  /** Exclusive: streams after this id. */
   after?: string;
-  limit: number;
+  /** 1..1000, default 100. */
+  limit?: number;
 }
 
-export interface StreamListOptions {
-  records: RecordStore;
-  clock: Clock;
-  leases: LeaseService;
-}
+export const STREAM_LIST_LIMIT = { default: 100, max: 1000 } as const;
 
 export class StreamList {
-  readonly #o: StreamListOptions;
+  constructor(readonly deps: { records: RecordStore; clock: Clock }) {}
 
-  constructor(options: StreamListOptions) {
-    this.#o = options;
-  }
-
-  async list(tenant: string, req: ListRequest): Promise<StreamListPage> {
-    const { records } = this.#o;
-    const ids: string[] = [];
-    let after = req.after;
-    let more = true;
-    // A store may answer fewer rows than asked (DynamoDB's 1 MB pages): ask again from the
-    // last row until the page is full, so `next` is null only at the true end.
-    while (more && ids.length < req.limit) {
-      const page = await records.query(streamIndexPk(tenant), {
-        skPrefix: req.prefix || undefined,
-        after,
-        limit: req.limit - ids.length,
-      });
-      ids.push(...page.items.map((item) => item.sk));
-      after = page.next;
-      more = page.next !== undefined;
+  async list(tenant: string, o: StreamListOptions = {}): Promise<StreamListPage> {
+    const limit = o.limit ?? STREAM_LIST_LIMIT.default;
+    if (!Number.isInteger(limit) || limit < 1 || limit > STREAM_LIST_LIMIT.max) {
+      throw new InvalidInputError(`limit must be 1..${STREAM_LIST_LIMIT.max}`);
     }
-    const rows = await mapLimit(ids, IO_CONCURRENCY, (id) => this.#row(tenant, id));
-    const streams = rows.filter((row): row is ListedStream => row !== undefined);
-    return { streams, next: more ? (ids.at(-1) ?? null) : null };
-  }
-
-  /**
-   * One stream's row. A stream whose head is gone (deleted between the index read and now,
-   * or by tampering: opening it tells ErrTamperedLedger) or being deleted is left out; the
-   * cursor still moves past it.
-   */
-  async #row(tenant: string, streamId: string): Promise<ListedStream | undefined> {
-    const [item, lease] = await Promise.all([
-      this.#o.records.get(headKey(tenant, streamId)),
-      this.#o.leases.get(tenant, streamId),
-    ]);
-    if (!item) return undefined;
-    const head = toHead(item);
-    if (head.status === 'deleting') return undefined;
-    const held = lease?.active === true && lease.expiresAt > this.#o.clock.now();
+    const { records, clock } = this.deps;
+    const page = await records.query(streamIndexPk(tenant), {
+      skPrefix: o.prefix ?? '',
+      after: o.after,
+      limit,
+    });
+    const now = clock.now();
+    const listed = await Promise.all(
+      page.items.map(async ({ sk }): Promise<ListedStream | undefined> => {
+        const [headItem, leaseItem] = await Promise.all([
+          records.get(headKey(tenant, sk)),
+          records.get(leaseKey(tenant, sk)),
+        ]);
+        if (!headItem) return undefined;
+        const head = toHead(headItem);
+        if (head.status !== undefined) return undefined;
+        const held =
+          leaseItem?.active === true && typeof leaseItem.expiresAt === 'number'
+            ? leaseItem.expiresAt > now
+            : false;
+        return {
+          streamId: sk,
+          seq: head.seq,
+          updatedAt: head.updatedAt,
+          lease:
+            held && leaseItem
+              ? {
+                  owner: String(leaseItem.owner),
+                  epoch: Number(leaseItem.epoch),
+                  draining: leaseItem.draining === true,
+                  expiresAt: Number(leaseItem.expiresAt),
+                }
+              : null,
+        };
+      }),
+    );
     return {
-      streamId,
-      seq: head.seq,
-      updatedAt: head.updatedAt,
-      lease:
-        held && lease
-          ? {
-              owner: lease.owner,
-              epoch: lease.epoch,
-              draining: lease.draining,
-              expiresAt: lease.expiresAt,
-            }
-          : null,
+      streams: listed.filter((s): s is ListedStream => s !== undefined),
+      next: page.next ?? null,
     };
   }
 }

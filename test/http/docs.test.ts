@@ -64,7 +64,10 @@ describe.each(STORE_FACTORIES)('docs, health and logs on $name stores', (factory
       info: { title: string; version: string };
     };
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
-    expect(doc.info).toMatchObject({ title: 'Hefesto API', version: pkg.version });
+    expect(doc.info).toMatchObject({
+      title: 'Hefesto: durable state for AI agents',
+      version: pkg.version,
+    });
   });
 
   it('serves /docs and /console with their own strict CSP, assets cached for a year', async () => {

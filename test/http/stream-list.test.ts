@@ -80,7 +80,6 @@ describe.each(STORE_FACTORIES)('listing routes on $name stores', (factory) => {
     });
 
     it.each([
-      ['prefix=-run', 'prefix'],
       ['prefix=a%23b', 'prefix'],
       [`prefix=${'a'.repeat(129)}`, 'prefix'],
       ['after=..', 'after'],

@@ -19,6 +19,7 @@ import {
 } from '../../shared/domain/state.js';
 import { Appender } from '../../shared/services/append.js';
 import { Checkpointer } from '../../shared/services/checkpoint.js';
+import { CheckpointLabels } from '../../shared/services/labels.js';
 import { Reader } from '../../shared/services/reader.js';
 import { StateStore } from '../../shared/services/state.js';
 import { countingObjects } from '../support/counting.js';
@@ -33,7 +34,8 @@ const build = (stores: Pick<StorePair, 'objects' | 'records'>, snapshotEvery = 3
   const appender = new Appender({ ...stores, clock });
   const reader = new Reader(stores);
   const states = new StateStore({ ...stores, reader, snapshotEvery });
-  const checkpointer = new Checkpointer({ appender, states });
+  const labels = new CheckpointLabels(stores.records);
+  const checkpointer = new Checkpointer({ appender, states, reader, labels });
   return { appender, reader, states, checkpointer };
 };
 

@@ -18,6 +18,7 @@
  * ```
  */
 
+export * from '../../../shared/client/checkpoint-types.js';
 export * from '../../../shared/client/client.js';
 export * from '../../../shared/client/errors.js';
 export * from '../../../shared/client/harness.js';

@@ -1,12 +1,8 @@
 /**
- * `@hefesto/langgraph`: the LangGraph checkpointer on Hefesto.
- *
- * The saver (`HefestoSaver`, a BaseCheckpointSaver from `@langchain/langgraph-checkpoint`)
- * is not written yet; this entry exports nothing until it is, so that nobody builds on a
- * stand-in. It exists so that the package's build, pack and install already run end to end
- * (`scripts/pack.ts`, test/packages/install.test.ts). Import the SDK from `@hefesto/client`
- * here: the build resolves it to the client package's own types (tsconfig.build.json
- * `paths`), so the saver is compiled against what users install, not the repository's files.
+ * `@hefesto/langgraph`: the LangGraph checkpointer on Hefesto (`HefestoSaver`, a
+ * BaseCheckpointSaver). Import the SDK from `@hefesto/client`: the build resolves it to the
+ * client package's own types (tsconfig.build.json `paths`).
  */
 
-export {};
+export { HefestoSaver, type HefestoSaverOptions, StaleThreadError } from './hefesto-saver.js';
+export { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';

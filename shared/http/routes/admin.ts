@@ -4,7 +4,8 @@ import type { Compactor } from '../../services/compactor.js';
 import type { KeyService } from '../../services/keys.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
-import { BEARER_SECURITY, json, problemResponses, ScopeSchema } from '../schemas.js';
+import { AUTH_ERRORS, errorResponses, STORAGE_ERRORS } from '../openapi-errors.js';
+import { BEARER_SECURITY, json, ScopeSchema } from '../schemas.js';
 
 export interface AdminRoutesDeps {
   keys: KeyService;
@@ -26,7 +27,14 @@ const WhoAmI = z
         'May create keys for any tenant and run a compaction pass (the operator or root key)',
     }),
   })
-  .openapi('WhoAmI');
+  .openapi('WhoAmI', {
+    example: {
+      keyId: '3f9a1c0b7d2e4a61',
+      tenant: 'acme',
+      scopes: ['read', 'write'],
+      operator: false,
+    },
+  });
 
 const int = z.number().int().min(0);
 const CompactionReport = z
@@ -70,7 +78,7 @@ export const adminRoutes = ({ keys, compactor }: AdminRoutesDeps) => {
     middleware: [requireKey({ keys })] as const,
     responses: {
       200: json(WhoAmI, 'Who the key is'),
-      ...problemResponses(401, 503),
+      ...errorResponses('ErrUnauthorized', STORAGE_ERRORS),
     },
   });
   app.openapi(whoami, (c) => {
@@ -91,7 +99,7 @@ export const adminRoutes = ({ keys, compactor }: AdminRoutesDeps) => {
     middleware: [requireKey({ keys, scope: 'admin' })] as const,
     responses: {
       200: json(CompactionReport, 'What the pass did'),
-      ...problemResponses(401, 403, 503),
+      ...errorResponses(AUTH_ERRORS, STORAGE_ERRORS),
     },
   });
   app.openapi(compact, async (c) => {

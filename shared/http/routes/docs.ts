@@ -1,29 +1,28 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { NotFoundError } from '../../domain/errors.js';
+import { type ErrorCode, NotFoundError } from '../../domain/errors.js';
 import type { AppEnv } from '../context.js';
 import { parseDocsManifest, renderDocsPage } from '../docs-page.js';
-import { Health, json, problemResponses } from '../schemas.js';
+import { problemExample } from '../openapi-errors.js';
+import { Health, json, ProblemSchema, problemResponses } from '../schemas.js';
 import { IMMUTABLE, type StaticAssets, serveStatic } from '../static-assets.js';
+import { STATUS_BY_CODE } from '../status-table.js';
+import { SERVER_VERSION } from '../version.js';
 import { AssetParams, assetResponses, pageHeaders } from './console.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
-/**
- * The API document's version: package.json's (test/http/docs.test.ts holds them equal). Not
- * imported from package.json, which would put its dependency list into the Lambda bundle.
- */
-export const API_VERSION = '0.1.0';
-
 const DOCUMENT_CONFIG = {
   openapi: '3.1.0',
   info: {
-    title: 'Hefesto API',
-    version: API_VERSION,
+    title: 'Hefesto: durable state for AI agents',
+    // The release of the server; the API's own version is the /v1 in its paths.
+    version: SERVER_VERSION,
     description:
-      'Durable state for AI agents: append-only, SHA-256 hash-chained event streams, delta ' +
-      'checkpoints, exactly-once effects and leases. Authenticate with an API key as ' +
-      '`Authorization: Bearer hk_…`; everything a key reaches is its own tenant’s. Errors are ' +
-      'RFC 9457 application/problem+json with a stable `code`.',
+      'Append-only, SHA-256 hash-chained event streams with delta checkpoints, exactly-once ' +
+      'effects and fenced leases. Every route under /v1 takes an API key ' +
+      '(`Authorization: Bearer hk_…`) scoped to one tenant. Errors are RFC 9457 ' +
+      '`application/problem+json` with a stable `code`; each route lists the codes it can ' +
+      'answer under their statuses.',
   },
 };
 
@@ -61,6 +60,11 @@ export const registerDocs = (app: OpenAPIHono<AppEnv>, assets: StaticAssets): vo
     scheme: 'bearer',
     description: 'An API key, `hk_<keyId>_<secret>`, scoped to one tenant',
   });
+  // Error responses name the Problem schema by reference (openapi-errors.ts).
+  app.openAPIRegistry.register('Problem', ProblemSchema);
+  for (const code of Object.keys(STATUS_BY_CODE) as ErrorCode[]) {
+    app.openAPIRegistry.registerComponent('examples', code, problemExample(code));
+  }
   let cached: ReturnType<typeof app.getOpenAPI31Document> | undefined;
   // The registry is complete once the app is built, so the document is generated once.
   const document = () => {

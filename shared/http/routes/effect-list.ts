@@ -37,7 +37,28 @@ const ListedEffect = z
 
 const EffectListPage = z
   .object({ effects: z.array(ListedEffect), next: z.string().nullable() })
-  .openapi('EffectListPage');
+  .openapi('EffectListPage', {
+    example: {
+      effects: [
+        {
+          effectKey: 'pay-order-17',
+          kind: 'payment',
+          status: 'completed',
+          sagaId: 'order-17',
+          attempts: 1,
+          intent: { eur: 5 },
+          compensation: { refund: 'pay-order-17' },
+          result: { paymentId: 'p_81' },
+          error: null,
+          createdAt: 1_764_590_000_000,
+          finishedAt: 1_764_590_000_900,
+          leaseExpiresAt: 1_764_590_030_000,
+          eventSeq: 4,
+        },
+      ],
+      next: null,
+    },
+  });
 
 /** GET /streams/{streamId}/effects: a stream's exactly-once effects and their status. */
 export const effectListRoutes = ({ ledger, keys }: { ledger: Ledger; keys: KeyService }) => {

@@ -26,7 +26,14 @@ import {
 } from '../effect-schemas.js';
 import { jsonBodyOf } from '../json-body.js';
 import type { HttpLimits } from '../limits.js';
-import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
+import {
+  APPEND_ERRORS,
+  errorResponses,
+  READ_ERRORS,
+  VERIFIED_READ_ERRORS,
+  WRITE_ERRORS,
+} from '../openapi-errors.js';
+import { BEARER_SECURITY, json, StreamParams } from '../schemas.js';
 
 export interface EffectRoutesDeps {
   ledger: Ledger;
@@ -62,7 +69,9 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     security: BEARER_SECURITY,
     middleware: [write, jsonBodyOf(limits)],
   };
-  const leaseErrors = problemResponses(400, 401, 403, 409, 503);
+  const leaseErrors = errorResponses(WRITE_ERRORS, 'ErrFenced', 'ErrDraining');
+  // Finishing an effect (or beginning a finished one) appends its ledger event.
+  const finishErrors = errorResponses(WRITE_ERRORS, APPEND_ERRORS, 'ErrEffectNotHeld');
 
   const acquire = createRoute({
     ...base,
@@ -75,7 +84,10 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
       'lease is held, writes with another epoch, or (unless acquired with exclusive: false) ' +
       'with none, are 409 ErrFenced.',
     request: { params: StreamParams, body: bodyOf(LeaseBody) },
-    responses: { 200: json(LeaseResult, 'The lease'), ...leaseErrors },
+    responses: {
+      200: json(LeaseResult, 'The lease'),
+      ...errorResponses(WRITE_ERRORS, 'ErrLeaseHeld'),
+    },
   });
   app.openapi(acquire, async (c) => {
     const { streamId } = c.req.valid('param');
@@ -99,7 +111,7 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     request: { params: StreamParams },
     responses: {
       200: json(LeaseResult, 'The lease'),
-      ...problemResponses(400, 401, 403, 404, 503),
+      ...errorResponses(READ_ERRORS, 'ErrNotFound'),
     },
   });
   app.openapi(read, async (c) => {
@@ -154,7 +166,15 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     request: { params: StreamParams, body: bodyOf(DrainBody) },
     responses: {
       200: json(DrainResult, 'Drained and released'),
-      ...problemResponses(400, 401, 403, 409, 500, 503),
+      ...errorResponses(
+        WRITE_ERRORS,
+        VERIFIED_READ_ERRORS,
+        'ErrStreamNotFound',
+        'ErrPruned',
+        'ErrDivergenceDetected',
+        'ErrFenced',
+        'ErrDraining',
+      ),
     },
   });
   app.openapi(drain, async (c) => {
@@ -183,7 +203,7 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     request: { params: EffectParams, headers: FencingHeaders, body: bodyOf(BeginBody) },
     responses: {
       200: json(BeginResult, 'Where the effect stands'),
-      ...problemResponses(400, 401, 403, 409, 422, 503),
+      ...errorResponses(WRITE_ERRORS, APPEND_ERRORS, 'ErrEffectMismatch'),
     },
   });
   app.openapi(begin, async (c) => {
@@ -228,7 +248,7 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     summary: 'Complete a held effect',
     description: finishDescription,
     request: { params: EffectParams, headers: FencingHeaders, body: bodyOf(CompleteBody) },
-    responses: { 200: json(EffectResult, 'The finished effect'), ...leaseErrors },
+    responses: { 200: json(EffectResult, 'The finished effect'), ...finishErrors },
   });
   app.openapi(complete, async (c) => {
     const req = c.req.valid('json');
@@ -247,7 +267,7 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     summary: 'Fail a held effect',
     description: finishDescription,
     request: { params: EffectParams, headers: FencingHeaders, body: bodyOf(FailBody) },
-    responses: { 200: json(EffectResult, 'The finished effect'), ...leaseErrors },
+    responses: { 200: json(EffectResult, 'The finished effect'), ...finishErrors },
   });
   app.openapi(fail, async (c) => {
     const req = c.req.valid('json');
@@ -268,7 +288,10 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
     security: BEARER_SECURITY,
     middleware: [write] as const,
     request: { params: SagaParams, headers: FencingHeaders },
-    responses: { 200: json(CompensateResult, 'The compensations, in order'), ...leaseErrors },
+    responses: {
+      200: json(CompensateResult, 'The compensations, in order'),
+      ...errorResponses(READ_ERRORS, APPEND_ERRORS, 'ErrEffectMismatch'),
+    },
   });
   app.openapi(compensate, async (c) => {
     const { streamId, sagaId } = c.req.valid('param');

@@ -4,14 +4,8 @@ import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { jsonBodyOf } from '../json-body.js';
 import type { HttpLimits } from '../limits.js';
-import {
-  BEARER_SECURITY,
-  CreatedKey,
-  CreateKeyBody,
-  json,
-  KeyParams,
-  problemResponses,
-} from '../schemas.js';
+import { AUTH_ERRORS, errorResponses, STORAGE_ERRORS, WRITE_ERRORS } from '../openapi-errors.js';
+import { BEARER_SECURITY, CreatedKey, CreateKeyBody, json, KeyParams } from '../schemas.js';
 
 export interface KeyRoutesDeps {
   keys: KeyService;
@@ -37,7 +31,7 @@ export const keyRoutes = ({ keys, limits }: KeyRoutesDeps) => {
     },
     responses: {
       201: json(CreatedKey, 'The new key'),
-      ...problemResponses(400, 401, 403, 413, 415, 503),
+      ...errorResponses(WRITE_ERRORS),
     },
   });
   app.openapi(create, async (c) => {
@@ -58,7 +52,7 @@ export const keyRoutes = ({ keys, limits }: KeyRoutesDeps) => {
     request: { params: KeyParams },
     responses: {
       204: { description: 'Revoked' },
-      ...problemResponses(401, 403, 404, 503),
+      ...errorResponses(AUTH_ERRORS, STORAGE_ERRORS, 'ErrInvalidInput', 'ErrNotFound'),
     },
   });
   app.openapi(revoke, async (c) => {

@@ -6,7 +6,8 @@ import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { jsonBodyOf } from '../json-body.js';
 import type { HttpLimits } from '../limits.js';
-import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
+import { errorResponses, READ_ERRORS, WRITE_ERRORS } from '../openapi-errors.js';
+import { BEARER_SECURITY, json, StreamParams } from '../schemas.js';
 
 export interface RetentionRoutesDeps {
   ledger: Ledger;
@@ -48,7 +49,7 @@ export const RetentionBody = z
   .refine((b) => b.ttlSeconds !== undefined || b.pruneAfterSeconds !== undefined, {
     message: 'give ttlSeconds, pruneAfterSeconds or both',
   })
-  .openapi('RetentionRequest');
+  .openapi('RetentionRequest', { example: { ttlSeconds: 2_592_000, pruneAfterSeconds: 604_800 } });
 
 export const RetentionResult = z
   .object({
@@ -60,7 +61,15 @@ export const RetentionResult = z
     }),
     prunedHash: z.string().nullable(),
   })
-  .openapi('Retention');
+  .openapi('Retention', {
+    example: {
+      streamId: 'run-2024-06-01.a',
+      expiresAt: '2024-07-01T09:30:00.000Z',
+      pruneAfterSeconds: 604_800,
+      prunedSeq: null,
+      prunedHash: null,
+    },
+  });
 
 const resultOf = (streamId: string, view: RetentionView) => ({
   streamId,
@@ -90,7 +99,7 @@ export const retentionRoutes = ({ ledger, keys, limits }: RetentionRoutesDeps) =
     request: { params: StreamParams },
     responses: {
       200: json(RetentionResult, 'Its TTL, pruning horizon and pruning point'),
-      ...problemResponses(400, 401, 403, 404, 503),
+      ...errorResponses(READ_ERRORS, 'ErrStreamNotFound'),
     },
   });
   app.openapi(get, async (c) => {
@@ -115,7 +124,7 @@ export const retentionRoutes = ({ ledger, keys, limits }: RetentionRoutesDeps) =
     },
     responses: {
       200: json(RetentionResult, 'The retention now'),
-      ...problemResponses(400, 401, 403, 404, 413, 415, 503),
+      ...errorResponses(WRITE_ERRORS, 'ErrStreamNotFound'),
     },
   });
   app.openapi(put, async (c) => {

@@ -16,7 +16,9 @@ const ApiIndex = z
     openapi: z.string().openapi({ example: OPENAPI_PATH, description: 'OpenAPI 3.1 document' }),
     health: z.string().openapi({ example: '/healthz' }),
   })
-  .openapi('ApiIndex');
+  .openapi('ApiIndex', {
+    example: { name: 'hefesto', docs: '/docs', openapi: OPENAPI_PATH, health: '/healthz' },
+  });
 
 export const registerRoot = (app: OpenAPIHono<AppEnv>): void => {
   const index = createRoute({

@@ -1,8 +1,10 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import type { JsonValue } from '../../domain/canonical.js';
 import { canonicalJson } from '../../domain/canonical.js';
 import { PayloadTooLargeError } from '../../domain/errors.js';
 import type { DeltaOp } from '../../domain/state.js';
 import type { KeyService } from '../../services/keys.js';
+import { checkMeta } from '../../services/labels.js';
 import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
@@ -10,10 +12,16 @@ import { requestDigest } from '../idempotency-key.js';
 import { jsonBodyOf } from '../json-body.js';
 import { checkOpsDepth, type HttpLimits } from '../limits.js';
 import {
+  APPEND_ERRORS,
+  errorResponses,
+  READ_ERRORS,
+  VERIFIED_READ_ERRORS,
+  WRITE_ERRORS,
+} from '../openapi-errors.js';
+import {
   BEARER_SECURITY,
   IdempotencyHeaders,
   json,
-  problemResponses,
   StreamParams,
   WriteHeaders,
 } from '../schemas.js';
@@ -49,7 +57,8 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     description:
       'SET/DELETE operations (RFC 6901 paths) on the stream state, recorded as a hash-chained ' +
       '`hefesto.delta` event. `baseDigest` must be the current state digest (else 409 ' +
-      'ErrDivergenceDetected); ops that cannot apply are 422 ErrInvalidDelta. Nothing is ' +
+      'ErrDivergenceDetected); ops that cannot apply are 422 ErrInvalidDelta. With `label`, ' +
+      '`meta`, `parentLabel` or `baseSeq` the event is a v2 delta (docs/records-v2.md). Nothing is ' +
       `written on any error. The ops are limited like an event payload (${limits.maxPayloadBytes} bytes).`,
     security: BEARER_SECURITY,
     middleware: [write, body] as const,
@@ -60,7 +69,14 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     },
     responses: {
       201: json(CheckpointResult, 'Checkpointed (or replayed: header Idempotent-Replayed: true)'),
-      ...problemResponses(400, 401, 403, 409, 413, 415, 422, 500, 503),
+      ...errorResponses(
+        WRITE_ERRORS,
+        APPEND_ERRORS,
+        'ErrPruned',
+        'ErrDivergenceDetected',
+        'ErrInvalidDelta',
+        'ErrDraining',
+      ),
     },
   });
   app.openapi(checkpoint, async (c) => {
@@ -85,6 +101,10 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
         req,
       ),
       fence: c.req.valid('header')['Hefesto-Fencing-Token'],
+      baseSeq: req.baseSeq,
+      label: req.label,
+      meta: req.meta === undefined ? undefined : checkMeta(req.meta as JsonValue),
+      parentLabel: req.parentLabel,
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');
     return c.json({ seq: result.seq, stateDigest: result.stateDigest }, 201);
@@ -103,7 +123,13 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     request: { params: StreamParams, query: StateQuery },
     responses: {
       200: json(StateResult, 'The state at that seq'),
-      ...problemResponses(400, 401, 403, 404, 409, 410, 500, 503),
+      ...errorResponses(
+        READ_ERRORS,
+        VERIFIED_READ_ERRORS,
+        'ErrStreamNotFound',
+        'ErrPruned',
+        'ErrDivergenceDetected',
+      ),
     },
   });
   app.openapi(state, async (c) => {
@@ -133,7 +159,16 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     },
     responses: {
       201: json(ForkResult, 'The new stream'),
-      ...problemResponses(400, 401, 403, 404, 409, 410, 413, 415, 422, 500, 503),
+      ...errorResponses(
+        WRITE_ERRORS,
+        VERIFIED_READ_ERRORS,
+        'ErrStreamNotFound',
+        'ErrPruned',
+        'ErrDivergenceDetected',
+        'ErrStreamExists',
+        'ErrIdempotencyKeyReused',
+        'ErrIdempotencyInProgress',
+      ),
     },
   });
   app.openapi(fork, async (c) => {

@@ -9,12 +9,18 @@ import { requestDigest } from '../idempotency-key.js';
 import { jsonBodyOf } from '../json-body.js';
 import { checkAppendLimits, type HttpLimits } from '../limits.js';
 import {
+  APPEND_ERRORS,
+  errorResponses,
+  READ_ERRORS,
+  VERIFIED_READ_ERRORS,
+  WRITE_ERRORS,
+} from '../openapi-errors.js';
+import {
   AppendBody,
   AppendResult,
   BEARER_SECURITY,
   EventsPage,
   json,
-  problemResponses,
   ReadQuery,
   RepairResult,
   StreamHead,
@@ -58,7 +64,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     },
     responses: {
       201: json(AppendResult, 'Appended (or replayed: header Idempotent-Replayed: true)'),
-      ...problemResponses(400, 401, 403, 409, 413, 415, 422, 500, 503),
+      ...errorResponses(WRITE_ERRORS, APPEND_ERRORS, 'ErrSeqConflict'),
     },
   });
   app.openapi(append, async (c) => {
@@ -94,7 +100,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     request: { params: StreamParams },
     responses: {
       200: json(StreamHead, 'The chain head'),
-      ...problemResponses(400, 401, 403, 404, 500, 503),
+      ...errorResponses(READ_ERRORS, VERIFIED_READ_ERRORS, 'ErrStreamNotFound'),
     },
   });
   app.openapi(head, async (c) => {
@@ -125,7 +131,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     request: { params: StreamParams, query: ReadQuery },
     responses: {
       200: json(EventsPage, 'A page of events'),
-      ...problemResponses(400, 401, 403, 404, 410, 500, 503),
+      ...errorResponses(READ_ERRORS, VERIFIED_READ_ERRORS, 'ErrStreamNotFound', 'ErrPruned'),
     },
   });
   app.openapi(events, async (c) => {
@@ -153,7 +159,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     request: { params: StreamParams },
     responses: {
       200: json(VerifyResult, 'The verification result'),
-      ...problemResponses(400, 401, 403, 404, 503),
+      ...errorResponses(READ_ERRORS, 'ErrStreamNotFound'),
     },
   });
   app.openapi(verify, async (c) => {
@@ -178,7 +184,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     request: { params: StreamParams },
     responses: {
       200: json(RepairResult, 'The head as repaired (repaired: false when it already matched)'),
-      ...problemResponses(400, 401, 403, 404, 409, 500, 503),
+      ...errorResponses(READ_ERRORS, VERIFIED_READ_ERRORS, 'ErrStreamNotFound', 'ErrSeqConflict'),
     },
   });
   app.openapi(repair, async (c) => {

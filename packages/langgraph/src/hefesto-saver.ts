@@ -1,0 +1,395 @@
+import { HefestoApiError, HefestoClient, type Json } from '@hefesto/client';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import {
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  maxChannelVersion,
+  type PendingWrite,
+  type SerializerProtocol,
+  TASKS,
+  WRITES_IDX_MAP,
+} from '@langchain/langgraph-checkpoint';
+import { diffJson } from './json-diff.js';
+import { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
+
+/**
+ * A LangGraph checkpointer on Hefesto: one stream per (thread, namespace), one labelled
+ * checkpoint per put, holding only what changed (the channels in `newVersions`, and inside
+ * them the JSON diff: a grown messages list is one append op).
+ *
+ * Stream state: `{ ckpt: <checkpoint without channel_values>, values: { channel: encoded } }`
+ * where encoded is `{ j: <JSON> }` for serde's json type, else `{ t: type, b: base64 }`.
+ *
+ * Concurrency: a put that continues from the latest checkpoint this saver read (or wrote) for
+ * the thread is linear, conditional on the thread's head state not having moved, so a stale
+ * second worker is refused (StaleThreadError) instead of forking the thread. A put from any
+ * other parent (explicit time travel) branches with `baseSeq`. Status: work in progress; not
+ * yet run against the validation suite (see the report of branch h14-langgraph).
+ */
+
+const EMPTY_DIGEST = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
+
+type Encoded = { j: Json } | { t: string; b: string };
+interface StreamState {
+  [k: string]: Json;
+}
+
+interface Tip {
+  label: string | null;
+  seq: number;
+  stateDigest: string;
+  state: StreamState;
+}
+
+export interface HefestoSaverOptions {
+  baseUrl?: string;
+  apiKey?: string;
+  /** A client of your own (instead of baseUrl/apiKey). */
+  client?: HefestoClient;
+  /** First part of every stream id. Default `lg`. */
+  prefix?: string;
+  serde?: SerializerProtocol;
+}
+
+/** A put refused because another worker moved the thread since this one read it. */
+export class StaleThreadError extends Error {
+  constructor(threadId: string, cause: unknown) {
+    super(
+      `thread ${threadId} moved since this worker read it: another worker wrote a checkpoint; ` +
+        'this write was refused instead of forking the thread (invoke again to continue from the new head)',
+      { cause },
+    );
+    this.name = 'StaleThreadError';
+  }
+}
+
+const notFound = (err: unknown) =>
+  err instanceof HefestoApiError &&
+  (err.code === 'ErrNotFound' || err.code === 'ErrStreamNotFound');
+
+export class HefestoSaver extends BaseCheckpointSaver {
+  readonly client: HefestoClient;
+  readonly prefix: string;
+  readonly #tips = new Map<string, Tip>();
+
+  constructor(options: HefestoSaverOptions) {
+    super(options.serde);
+    this.client =
+      options.client ??
+      new HefestoClient({ baseUrl: options.baseUrl ?? '', apiKey: options.apiKey ?? '' });
+    this.prefix = options.prefix ?? 'lg';
+  }
+
+  /** The stream holding (thread, namespace). */
+  streamIdOf(threadId: string, ns = ''): string {
+    return streamIdOf(this.prefix, threadId, ns);
+  }
+
+  #ids(config: RunnableConfig) {
+    const c = config.configurable;
+    if (!c) throw new Error('Empty configuration supplied.');
+    const threadId = c.thread_id as string | undefined;
+    if (!threadId) throw new Error('Missing "thread_id" field in passed "config.configurable".');
+    const ns = (c.checkpoint_ns as string | undefined) ?? '';
+    return {
+      threadId,
+      ns,
+      stream: streamIdOf(this.prefix, threadId, ns),
+      id: c.checkpoint_id as string | undefined,
+    };
+  }
+
+  async #encode(value: unknown): Promise<Encoded> {
+    const [type, bytes] = await this.serde.dumpsTyped(value);
+    if (type === 'json') return { j: JSON.parse(new TextDecoder().decode(bytes)) as Json };
+    return { t: type, b: Buffer.from(bytes).toString('base64') };
+  }
+
+  async #decode(e: Encoded): Promise<unknown> {
+    if ('j' in e) return this.serde.loadsTyped('json', JSON.stringify(e.j));
+    return this.serde.loadsTyped(e.t, Buffer.from(e.b, 'base64'));
+  }
+
+  async #tuple(
+    ids: { threadId: string; ns: string; stream: string },
+    label: { label: string; meta?: Json; parentLabel?: string },
+    state: StreamState,
+  ): Promise<CheckpointTuple> {
+    const { threadId, ns, stream } = ids;
+    const ckpt = state.ckpt as unknown as Omit<Checkpoint, 'channel_values'>;
+    const channel_values: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries((state.values ?? {}) as Record<string, Encoded>)) {
+      channel_values[k] = await this.#decode(v);
+    }
+    const checkpoint = { ...structuredClone(ckpt), channel_values } as Checkpoint;
+    const { writes } = await this.client.getPendingWrites(stream, label.label);
+    const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
+      writes.map(
+        async (w) =>
+          [w.taskId, w.channel, await this.#decode(w.value as Encoded)] as CheckpointPendingWrite,
+      ),
+    );
+    const parentId =
+      label.parentLabel === undefined ? undefined : checkpointIdOf(label.parentLabel);
+    if (checkpoint.v < 4 && label.parentLabel !== undefined) {
+      const parent = await this.client.getPendingWrites(stream, label.parentLabel);
+      const sends = parent.writes.filter((w) => w.channel === TASKS);
+      checkpoint.channel_values[TASKS] = await Promise.all(
+        sends.map((w) => this.#decode(w.value as Encoded)),
+      );
+      const versions = Object.values(checkpoint.channel_versions);
+      checkpoint.channel_versions[TASKS] =
+        versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+    }
+    const metadata = (
+      label.meta === undefined
+        ? undefined
+        : await this.serde.loadsTyped('json', JSON.stringify(label.meta))
+    ) as CheckpointMetadata;
+    const configurable = { thread_id: threadId, checkpoint_ns: ns };
+    return {
+      config: { configurable: { ...configurable, checkpoint_id: checkpoint.id } },
+      checkpoint,
+      metadata,
+      parentConfig:
+        parentId === undefined
+          ? undefined
+          : { configurable: { ...configurable, checkpoint_id: parentId } },
+      pendingWrites,
+    };
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    if (!config.configurable?.thread_id) return undefined;
+    const ids = this.#ids(config);
+    try {
+      if (ids.id !== undefined) {
+        const label = await this.client.getCheckpoint(ids.stream, labelOf(ids.id));
+        const tip = this.#tips.get(ids.stream);
+        const state =
+          tip?.label === label.label
+            ? tip.state
+            : ((await this.client.getState(ids.stream, { at: label.seq })).state as StreamState);
+        return await this.#tuple(ids, label, state);
+      }
+      const head = await this.client.getState(ids.stream);
+      const state = head.state as StreamState;
+      const ckpt = state.ckpt as { id?: string } | undefined;
+      if (!ckpt?.id) return undefined;
+      const label = await this.client.getCheckpoint(ids.stream, labelOf(ckpt.id));
+      this.#tips.set(ids.stream, {
+        label: label.label,
+        seq: label.seq,
+        stateDigest: head.stateDigest,
+        state,
+      });
+      return await this.#tuple(ids, label, state);
+    } catch (err) {
+      if (!notFound(err)) throw err;
+      if (ids.id === undefined) {
+        this.#tips.set(ids.stream, { label: null, seq: 0, stateDigest: EMPTY_DIGEST, state: {} });
+      }
+      return undefined;
+    }
+  }
+
+  async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    const ids = this.#ids(config);
+    const tip = this.#tips.get(ids.stream);
+    let base: Tip & { linear: boolean };
+    if (tip && tip.label === (ids.id === undefined ? null : labelOf(ids.id))) {
+      base = { ...tip, linear: true };
+    } else if (ids.id === undefined) {
+      base = { label: null, seq: 0, stateDigest: EMPTY_DIGEST, state: {}, linear: false };
+    } else {
+      const label = await this.client.getCheckpoint(ids.stream, labelOf(ids.id));
+      const at = await this.client.getState(ids.stream, { at: label.seq });
+      base = {
+        label: label.label,
+        seq: label.seq,
+        stateDigest: label.stateDigest,
+        state: at.state as StreamState,
+        linear: false,
+      };
+    }
+    const { channel_values, ...rest } = checkpoint;
+    const values = { ...((base.state.values ?? {}) as Record<string, Json>) };
+    for (const channel of Object.keys(newVersions)) {
+      if (channel in channel_values) {
+        values[channel] = (await this.#encode(channel_values[channel])) as unknown as Json;
+      } else delete values[channel];
+    }
+    // A checkpoint holds the channels it versions, as savers that load blobs by version do.
+    for (const channel of Object.keys(values)) {
+      if (!(channel in checkpoint.channel_versions)) delete values[channel];
+    }
+    const next: StreamState = {
+      thread: ids.threadId,
+      ns: ids.ns,
+      ckpt: JSON.parse(JSON.stringify(rest)) as Json,
+      values,
+    };
+    const ops = diffJson(base.state, next);
+    const label = labelOf(checkpoint.id);
+    const [, metaBytes] = await this.serde.dumpsTyped(metadata);
+    const meta = JSON.parse(new TextDecoder().decode(metaBytes)) as Json;
+    try {
+      const res = await this.client.checkpoint(ids.stream, {
+        ops: ops.length > 0 ? ops : [{ op: 'set', path: '/ckpt', value: next.ckpt as Json }],
+        baseDigest: base.stateDigest,
+        label,
+        meta,
+        ...(base.label === null ? {} : { parentLabel: base.label }),
+        ...(base.linear ? {} : { baseSeq: base.seq }),
+      });
+      this.#tips.set(ids.stream, {
+        label,
+        seq: res.seq,
+        stateDigest: res.stateDigest,
+        state: next,
+      });
+    } catch (err) {
+      if (err instanceof HefestoApiError && err.code === 'ErrDivergenceDetected' && base.linear) {
+        this.#tips.delete(ids.stream);
+        throw new StaleThreadError(ids.threadId, err);
+      }
+      if (!(err instanceof HefestoApiError && err.code === 'ErrLabelExists')) throw err;
+    }
+    return {
+      configurable: {
+        thread_id: ids.threadId,
+        checkpoint_ns: ids.ns,
+        checkpoint_id: checkpoint.id,
+      },
+    };
+  }
+
+  async putWrites(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath = '',
+  ): Promise<void> {
+    const ids = this.#ids(config);
+    if (ids.id === undefined)
+      throw new Error('Missing "checkpoint_id" field in config.configurable.');
+    const encoded = await Promise.all(
+      writes.map(async ([channel, value], idx) => ({
+        idx: WRITES_IDX_MAP[channel] ?? idx,
+        channel,
+        value: (await this.#encode(value)) as unknown as Json,
+      })),
+    );
+    for (let i = 0; i < encoded.length; i += 100) {
+      await this.client.putPendingWrites(ids.stream, labelOf(ids.id), {
+        taskId,
+        taskPath,
+        writes: encoded.slice(i, i + 100),
+      });
+    }
+  }
+
+  async #streams(prefix: string): Promise<string[]> {
+    const out: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.client.listStreams({ prefix, after, limit: 1000 });
+      out.push(...page.streams.map((s) => s.streamId));
+      if (page.next === null) return out;
+      after = page.next;
+    }
+  }
+
+  async *list(
+    config: RunnableConfig,
+    options: CheckpointListOptions = {},
+  ): AsyncGenerator<CheckpointTuple> {
+    const c = config.configurable ?? {};
+    const threadId = c.thread_id as string | undefined;
+    const ns = c.checkpoint_ns as string | undefined;
+    let streams =
+      threadId !== undefined && ns !== undefined
+        ? [streamIdOf(this.prefix, threadId, ns)]
+        : await this.#streams(
+            threadId === undefined ? `${this.prefix}.` : threadPrefix(this.prefix, threadId),
+          );
+    if (threadId === undefined && ns !== undefined) {
+      const tail = streamIdOf('', '', ns).slice(2);
+      streams = streams.filter((s) => s.slice(s.lastIndexOf('.') + 1) === tail);
+    }
+    const before = options.before?.configurable?.checkpoint_id as string | undefined;
+    const meta: Record<string, Json> = {};
+    for (const [k, v] of Object.entries(options.filter ?? {}))
+      if (v !== undefined) meta[k] = v as Json;
+    const found: Array<{ stream: string; id: string; seq: number }> = [];
+    for (const stream of streams) {
+      let cursor: number | undefined;
+      let n = 0;
+      for (;;) {
+        let page: Awaited<ReturnType<HefestoClient['listCheckpoints']>>;
+        try {
+          page = await this.client.listCheckpoints(stream, { before: cursor, limit: 100, meta });
+        } catch (err) {
+          if (notFound(err)) break;
+          throw err;
+        }
+        for (const e of page.checkpoints) {
+          const id = checkpointIdOf(e.label);
+          if (before !== undefined && !(id < before)) continue;
+          found.push({ stream, id, seq: e.seq });
+          n++;
+        }
+        if (page.next === null || (options.limit !== undefined && n >= options.limit)) break;
+        cursor = page.next;
+      }
+    }
+    found.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    const picked = options.limit === undefined ? found : found.slice(0, options.limit);
+    for (const f of picked) {
+      const state = await this.client.getState(f.stream, { at: f.seq });
+      const s = state.state as StreamState;
+      const label = await this.client.getCheckpoint(f.stream, labelOf(f.id));
+      const tn = { threadId: '', ns: '', stream: f.stream };
+      const tuple = await this.#tuple(tn, label, s);
+      const ids = tuple.config.configurable ?? {};
+      const own = await this.#threadOf(f.stream, streams, threadId, ns);
+      tuple.config = { configurable: { ...ids, thread_id: own.threadId, checkpoint_ns: own.ns } };
+      if (tuple.parentConfig) {
+        tuple.parentConfig = {
+          configurable: {
+            ...tuple.parentConfig.configurable,
+            thread_id: own.threadId,
+            checkpoint_ns: own.ns,
+          },
+        };
+      }
+      yield tuple;
+    }
+  }
+
+  /** The thread and namespace of a stream this saver wrote: kept in its state's `ckpt`. */
+  async #threadOf(stream: string, _streams: string[], threadId?: string, ns?: string) {
+    if (threadId !== undefined && ns !== undefined) return { threadId, ns };
+    const head = (await this.client.getState(stream)).state as StreamState;
+    return { threadId: String(head.thread ?? ''), ns: String(head.ns ?? '') };
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    for (const stream of await this.#streams(threadPrefix(this.prefix, threadId))) {
+      this.#tips.delete(stream);
+      await this.client.deleteStream(stream).catch((err: unknown) => {
+        if (!notFound(err)) throw err;
+      });
+    }
+  }
+}

@@ -1,0 +1,181 @@
+import { canonicalJson, type JsonValue } from '../canonical.js';
+import { SLOT_HASH, SLOT_INLINE, STRING_PAGE, TAG, toHex, writer } from './format.js';
+import { build, isInline } from './node.js';
+import type { ChunkRef } from './ops.js';
+import {
+  Kind,
+  type Level,
+  type ObjectEntry,
+  type PageEntry,
+  type SeqTree,
+  type VNode,
+} from './types.js';
+
+/**
+ * Chunks (docs/state-v2.md, "Chunks"): every node of the tree except a leaf of at most
+ * INLINE_MAX bytes is stored as one chunk under its hash. A chunk's bytes are its node's hash
+ * input, except that in a container page a child that is a small leaf travels inline:
+ *
+ *   slot = [u32 keyLength ‖ key]  (objects)  ‖  0x00 ‖ u32 length ‖ canonical JSON   (inline leaf)
+ *                                             |  0x01 ‖ 32-byte hash                  (anything else)
+ *
+ * so a chunk is checked against its key alone: replace each inline leaf by its leaf hash and
+ * hash the result. Chunks come out children first, so a writer that puts them in order never
+ * stores a chunk naming one that is not there yet; a chunk already stored then means its
+ * whole subtree is, which is what `skip` relies on.
+ */
+
+export interface Chunk {
+  hash: string;
+  bytes: Uint8Array;
+}
+
+const childOf = (kind: Kind, level: number, e: Level['entries'][number]): VNode | undefined =>
+  level > 0 ? undefined : kind === Kind.Array ? (e as VNode) : (e as ObjectEntry).child;
+
+const encodePage = (
+  kind: Kind,
+  tree: SeqTree,
+  level: number,
+  from: number,
+  to: number,
+  rootCount: number | undefined,
+): Uint8Array => {
+  // Canonical JSON of inline children first: the writer's buffer is shared.
+  const { entries } = tree.levels[level] as Level;
+  const inline: Array<Buffer | undefined> = [];
+  for (let j = from; j < to; j++) {
+    const child = childOf(kind, level, entries[j] as Level['entries'][number]);
+    inline.push(
+      child && isInline(child) ? Buffer.from(canonicalJson(child.value), 'utf8') : undefined,
+    );
+  }
+  const object = kind === Kind.Object;
+  const root = rootCount !== undefined;
+  const w = writer(
+    object ? (root ? TAG.objectRoot : TAG.objectPage) : root ? TAG.arrayRoot : TAG.arrayPage,
+  );
+  if (root) w.u64(rootCount);
+  w.u8(level);
+  for (let j = from; j < to; j++) {
+    const e = entries[j] as Level['entries'][number];
+    if (object) {
+      const key = level > 0 ? ((e as PageEntry).key as Buffer) : (e as ObjectEntry).keyBytes;
+      w.u32(key.length);
+      w.bytes(key);
+    }
+    const jcs = inline[j - from];
+    if (jcs !== undefined) {
+      w.u8(SLOT_INLINE);
+      w.u32(jcs.length);
+      w.bytes(jcs);
+    } else {
+      w.u8(SLOT_HASH);
+      const child = childOf(kind, level, e);
+      w.bytes(child ? child.hash : (e as PageEntry).hash);
+    }
+  }
+  return w.copy();
+};
+
+function* nodeChunks(
+  node: VNode,
+  skip: (hash: string) => boolean,
+  withBytes: boolean,
+): Generator<Chunk> {
+  const hash = toHex(node.hash);
+  if (skip(hash)) return;
+  const none = new Uint8Array(0);
+  if (node.kind === Kind.Leaf) {
+    if (!withBytes) return yield { hash, bytes: none };
+    const w = writer(TAG.leaf);
+    w.utf8(canonicalJson(node.value), node.size);
+    return yield { hash, bytes: w.copy() };
+  }
+  if (node.kind === Kind.String) {
+    const bytes = withBytes ? Buffer.from(JSON.stringify(node.value), 'utf8') : undefined;
+    const pages = node.pages as Buffer[];
+    for (const [i, page] of pages.entries()) {
+      const pageHash = toHex(page);
+      if (skip(pageHash)) continue;
+      if (!bytes) {
+        yield { hash: pageHash, bytes: none };
+        continue;
+      }
+      const w = writer(TAG.stringPage);
+      w.bytes(bytes.subarray(i * STRING_PAGE, (i + 1) * STRING_PAGE));
+      yield { hash: pageHash, bytes: w.copy() };
+    }
+    if (!withBytes) return yield { hash, bytes: none };
+    const w = writer(TAG.stringRoot);
+    w.u64(node.size);
+    for (const page of pages) w.bytes(page);
+    return yield { hash, bytes: w.copy() };
+  }
+  const tree = node.tree as SeqTree;
+  const top = tree.levels.length - 1;
+  yield* pageChunks(node.kind, tree, top, 0, node, skip, withBytes);
+}
+
+function* pageChunks(
+  kind: Kind,
+  tree: SeqTree,
+  level: number,
+  page: number,
+  root: VNode | undefined,
+  skip: (hash: string) => boolean,
+  withBytes: boolean,
+): Generator<Chunk> {
+  const hash = root
+    ? toHex(root.hash)
+    : toHex(((tree.levels[level + 1] as Level).entries[page] as PageEntry).hash);
+  if (!root && skip(hash)) return;
+  const { entries, ends } = tree.levels[level] as Level;
+  const from = page === 0 ? 0 : (ends[page - 1] as number);
+  const to = ends[page] as number;
+  for (let j = from; j < to; j++) {
+    if (level > 0) {
+      yield* pageChunks(kind, tree, level - 1, j, undefined, skip, withBytes);
+      continue;
+    }
+    const child = childOf(kind, 0, entries[j] as Level['entries'][number]) as VNode;
+    if (!isInline(child)) yield* nodeChunks(child, skip, withBytes);
+  }
+  const count = root ? (tree.levels[0] as Level).entries.length : undefined;
+  const bytes = withBytes ? encodePage(kind, tree, level, from, to, count) : new Uint8Array(0);
+  yield { hash, bytes };
+}
+
+/** Each chunk once: a value that occurs twice in a state is one subtree of chunks. */
+const once = (skip: (hash: string) => boolean) => {
+  const seen = new Set<string>();
+  return (hash: string) => {
+    if (seen.has(hash) || skip(hash)) return true;
+    seen.add(hash);
+    return false;
+  };
+};
+
+/**
+ * The chunks of a settled tree, children first, each once. `skip(hash)` true for a chunk
+ * already stored skips it and its whole subtree (a base snapshot writes only what is new).
+ */
+export const listChunks = (node: VNode, skip: (hash: string) => boolean = () => false): Chunk[] => [
+  ...nodeChunks(node, once(skip), true),
+];
+
+/** Hashes of every chunk of a settled tree (for reference records), without encoding any. */
+export const chunkHashes = (node: VNode): string[] =>
+  [
+    ...nodeChunks(
+      node,
+      once(() => false),
+      false,
+    ),
+  ].map((c) => c.hash);
+
+/** A value to upload before a `ref` op: its chunks and the ref that names them. */
+export const chunksOfValue = (value: JsonValue): { ref: ChunkRef; chunks: Chunk[] } => {
+  const [node] = build(value, 0);
+  return { ref: { hash: toHex(node.hash), size: node.size }, chunks: listChunks(node) };
+};

@@ -1,0 +1,203 @@
+import { canonicalJson, type JsonValue } from '../canonical.js';
+import type { JsonObject } from '../state.js';
+import type { ParsedChunk, Slot } from './chunk-parse.js';
+import { INLINE_MAX, MAX_DEPTH, STRING_PAGE, TAG, toHex } from './format.js';
+import { MerkleState } from './merkle-state.js';
+import { containerNode, keyJcs, objectEntry } from './node.js';
+import type { ResolvedValue } from './ops.js';
+import { isContainer } from './pointer.js';
+import {
+  bad,
+  type ChunkSource,
+  type Context,
+  contextOf,
+  fetchChunk,
+  parseJson,
+  type ReadOptions,
+  utf8,
+} from './source.js';
+import { Kind, type ObjectEntry, type VNode } from './types.js';
+
+/**
+ * Reading a state, a value or a path from chunks fetched by hash. Every chunk is checked
+ * against its hash before use; a full read also checks that the tree is the canonical one
+ * for its value (leaves in canonical JSON, the right node kinds for their sizes, pages cut
+ * where the rules cut them), so the tree it rebuilds is exactly the one `build` would make
+ * and later deltas hash it incrementally to the digests a fresh build gives. Reads by path
+ * fetch only the chunks on the path. Children are fetched concurrently: bound the source
+ * (`boundedSource`) to bound the requests in flight.
+ */
+
+/** A leaf node from its canonical JSON (checked canonical unless trusted) and its hash. */
+const leafOf = (ctx: Context, jcs: Uint8Array, hash: Buffer): VNode => {
+  const size = jcs.length;
+  let value: JsonValue;
+  if (ctx.canonical) {
+    let text = '';
+    [value, text] = parseJson(jcs);
+    let canonical = '';
+    try {
+      canonical = canonicalJson(value);
+    } catch {
+      bad('a leaf is not canonical JSON');
+    }
+    if (canonical !== text) bad('a leaf is not canonical JSON');
+  } else {
+    value = parseTrusted(jcs);
+  }
+  if (size > STRING_PAGE || (size > INLINE_MAX && isContainer(value))) bad('a leaf is too large');
+  return { kind: Kind.Leaf, hash: Buffer.from(hash), size, value };
+};
+
+/** JSON of a chunk that hashes to a trusted digest: valid UTF-8 and JSON by construction. */
+const parseTrusted = (jcs: Uint8Array): JsonValue => {
+  try {
+    return JSON.parse(Buffer.from(jcs.buffer, jcs.byteOffset, jcs.byteLength).toString('utf8'));
+  } catch {
+    return bad('a leaf is not JSON');
+  }
+};
+
+/** Level-0 slots of a container, fetching its pages (concurrently) below the root. */
+const slotsOf = async (ctx: Context, parsed: ParsedChunk, pageTag: number): Promise<Slot[]> => {
+  if (!('slots' in parsed)) return bad('a container page is not a page');
+  if (parsed.level === 0) return parsed.slots;
+  const pages = await Promise.all(
+    parsed.slots.map(async (slot) => {
+      const { parsed: page } = await fetchChunk(ctx, toHex(slot.hash));
+      if (page.tag !== pageTag || !('slots' in page) || page.level !== parsed.level - 1) {
+        bad('a page is out of place');
+      }
+      return slotsOf(ctx, page, pageTag);
+    }),
+  );
+  return pages.flat();
+};
+
+const setMember = (target: JsonObject, key: string, value: JsonValue): void => {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, {
+      value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  } else target[key] = value;
+};
+
+const decodeContainer = async (
+  ctx: Context,
+  hash: Buffer,
+  parsed: Extract<ParsedChunk, { slots: Slot[] }>,
+  depth: number,
+): Promise<VNode> => {
+  const kind = parsed.tag === TAG.arrayRoot ? Kind.Array : Kind.Object;
+  const slots = await slotsOf(ctx, parsed, kind === Kind.Array ? TAG.arrayPage : TAG.objectPage);
+  if (slots.length !== parsed.count) bad('a container holds another count of entries');
+  const children = await Promise.all(
+    slots.map((slot) => {
+      if (slot.inline === undefined) return decodeNode(ctx, slot.hash, depth + 1, false);
+      if (slot.inline.length > INLINE_MAX) bad('an inline leaf is too large');
+      return leafOf(ctx, slot.inline, slot.hash);
+    }),
+  );
+  let sum = 0;
+  let node: VNode;
+  if (kind === Kind.Array) {
+    for (const child of children) sum += child.size;
+    const value = children.map((c) => c.value);
+    node = containerNode(value, kind, children, 2 + sum + children.length - 1, sum);
+  } else {
+    const value: JsonObject = {};
+    const entries: ObjectEntry[] = [];
+    let previous: string | undefined;
+    for (const [i, slot] of slots.entries()) {
+      let key = '';
+      try {
+        key = utf8.decode(slot.key);
+      } catch {
+        bad('a key is not UTF-8');
+      }
+      if (previous !== undefined && !(previous < key)) bad('keys are not in order');
+      previous = key;
+      const child = children[i] as VNode;
+      const keySize = Buffer.byteLength(keyJcs(key), 'utf8');
+      entries.push(objectEntry(key, keySize, child));
+      setMember(value, key, child.value);
+      sum += keySize + 1 + child.size;
+    }
+    node = containerNode(value, kind, entries, 2 + sum + entries.length - 1, sum);
+  }
+  if (node.size <= INLINE_MAX) bad('a small container is stored as a node');
+  if (!node.hash.equals(hash)) bad('a container is not paged canonically');
+  return node;
+};
+
+const decodeString = async (
+  ctx: Context,
+  hash: Buffer,
+  parsed: Extract<ParsedChunk, { tag: typeof TAG.stringRoot }>,
+): Promise<VNode> => {
+  if (parsed.size <= STRING_PAGE || parsed.pages.length !== Math.ceil(parsed.size / STRING_PAGE)) {
+    bad('a long string has the wrong pages');
+  }
+  const pages = await Promise.all(
+    parsed.pages.map(async (page, i) => {
+      const { parsed: p } = await fetchChunk(ctx, toHex(page));
+      const expected = i < parsed.pages.length - 1 ? STRING_PAGE : parsed.size - i * STRING_PAGE;
+      if (p.tag !== TAG.stringPage || p.bytes.length !== expected)
+        bad('a string page is out of place');
+      return (p as { bytes: Buffer }).bytes;
+    }),
+  );
+  const [value, text] = parseJson(Buffer.concat(pages));
+  if (typeof value !== 'string' || JSON.stringify(value) !== text)
+    bad('a long string is not canonical');
+  return {
+    kind: Kind.String,
+    hash: Buffer.from(hash),
+    size: parsed.size,
+    value,
+    pages: parsed.pages,
+  };
+};
+
+/** The node stored under `hash`; `standalone`: a root or a ref, which may be a small leaf. */
+const decodeNode = async (
+  ctx: Context,
+  hash: Buffer,
+  depth: number,
+  standalone: boolean,
+): Promise<VNode> => {
+  if (depth > MAX_DEPTH) bad(`the state nests deeper than ${MAX_DEPTH}`);
+  const { parsed } = await fetchChunk(ctx, toHex(hash));
+  if (parsed.tag === TAG.leaf) {
+    const node = leafOf(ctx, parsed.jcs, hash);
+    if (!standalone && node.size <= INLINE_MAX) bad('a small leaf is stored apart');
+    return node;
+  }
+  if (parsed.tag === TAG.stringRoot) return decodeString(ctx, hash, parsed);
+  if (parsed.tag === TAG.arrayRoot || parsed.tag === TAG.objectRoot) {
+    return decodeContainer(ctx, hash, parsed, depth);
+  }
+  return bad('a page stands where a value should');
+};
+
+/** A value by its hash (a `ref`), verified and with its tree, ready for one op. */
+export const readValue = async (
+  hash: string,
+  source: ChunkSource,
+  options: ReadOptions = {},
+): Promise<ResolvedValue> => ({
+  node: await decodeNode(contextOf(source, options), Buffer.from(hash, 'hex'), 1, true),
+});
+
+/** The state whose digest is `digest`, with its tree, verified. */
+export const readState = async (
+  digest: string,
+  source: ChunkSource,
+  options: ReadOptions = {},
+): Promise<MerkleState> =>
+  MerkleState.fromNode(
+    await decodeNode(contextOf(source, options), Buffer.from(digest, 'hex'), 0, true),
+  );

@@ -1,0 +1,79 @@
+import type { JsonValue } from '../canonical.js';
+import { InvalidFormatError, TamperedLedgerError } from '../errors.js';
+import { verifyChunk } from './chunk-parse.js';
+
+/** Where chunks come from, for reads (read.ts, walk.ts): fetched by hash, checked on arrival. */
+
+/** Fetches a chunk's bytes by its hash (hex); undefined when it is not stored. */
+export type ChunkSource = (hash: string) => Promise<Uint8Array | undefined>;
+
+export interface ReadOptions {
+  /** Seq of the state being read, for the error when a chunk is missing or tampered. */
+  seq?: number;
+  /**
+   * Check that every leaf is canonical JSON (default true). Only a digest taken from the
+   * verified chain may skip it: the service computed that digest from canonical JSON, so
+   * chunks that hash to it are canonical. A ref a client names must be checked (the default).
+   */
+  canonical?: boolean;
+}
+
+export interface Context {
+  source: ChunkSource;
+  seq: number;
+  canonical: boolean;
+}
+
+export const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export const bad = (why: string): never => {
+  throw new InvalidFormatError(`state chunks: ${why}`);
+};
+
+export const fetchChunk = async (ctx: Context, hash: string) => {
+  const bytes = await ctx.source(hash);
+  if (bytes === undefined) {
+    throw new TamperedLedgerError(Math.max(1, ctx.seq), `state chunk ${hash} is missing`);
+  }
+  try {
+    return { bytes, parsed: verifyChunk(bytes, hash) };
+  } catch (err) {
+    throw new TamperedLedgerError(Math.max(1, ctx.seq), (err as Error).message, { cause: err });
+  }
+};
+
+export const parseJson = (bytes: Uint8Array): [JsonValue, string] => {
+  let text = '';
+  let value: JsonValue = null;
+  try {
+    text = utf8.decode(bytes);
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    bad('a leaf is not JSON');
+  }
+  return [value, text];
+};
+
+export const contextOf = (source: ChunkSource, options: ReadOptions): Context => ({
+  source,
+  seq: options.seq ?? 0,
+  canonical: options.canonical ?? true,
+});
+
+/** A source that lets at most `limit` fetches run at once (S3 GETs, bounded). */
+export const boundedSource = (source: ChunkSource, limit: number): ChunkSource => {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (hash) => {
+    // A finishing fetch hands its slot straight to the next in line, so none can jump in.
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    else running++;
+    try {
+      return await source(hash);
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+};

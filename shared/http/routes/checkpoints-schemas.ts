@@ -1,0 +1,176 @@
+import { z } from '@hono/zod-openapi';
+import { LABEL_PATTERN } from '../../services/labels.js';
+import { MAX_TASK_BYTES, MAX_WRITES_PER_CALL } from '../../services/pending-writes.js';
+import { STREAM_ID_PATTERN } from '../schemas.js';
+
+/** Schemas of the checkpoint label, list and pending-write routes (validation and OpenAPI). */
+
+const Seq = z.number().int().min(0);
+
+export const Label = z
+  .string()
+  .regex(LABEL_PATTERN, 'must be 1..128 characters of A-Z a-z 0-9 . _ : -')
+  .openapi({ example: '1ef4f797-8335-6428-8001-8a1503f9b875' });
+
+export const LabelParams = z.object({
+  streamId: z
+    .string()
+    .regex(STREAM_ID_PATTERN)
+    .openapi({ param: { name: 'streamId', in: 'path' }, example: 'run-2024-06-01.a' }),
+  label: Label.openapi({ param: { name: 'label', in: 'path' } }),
+});
+
+export const CheckpointLabel = z
+  .object({
+    label: z.string(),
+    seq: Seq.openapi({
+      description: 'The seq of its hefesto.delta event (read its state with ?at=)',
+    }),
+    stateDigest: z.string(),
+    meta: z.unknown().optional(),
+    parentLabel: z.string().optional(),
+    parentSeq: Seq.optional().openapi({ description: 'The baseSeq it was written on, if any' }),
+    createdAt: z.number().int().openapi({ description: 'Milliseconds since the epoch' }),
+  })
+  .openapi('CheckpointLabel', {
+    example: {
+      label: '1ef4f797-8335-6428-8001-8a1503f9b875',
+      seq: 12,
+      stateDigest: '3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f',
+      meta: { source: 'loop', step: 3 },
+      parentLabel: '1ef4f797-8335-6428-8000-1a2b3c4d5e6f',
+      createdAt: 1_764_590_000_000,
+    },
+  });
+
+export const CheckpointListQuery = z.object({
+  before: z.coerce.number().int().min(1).optional().openapi({
+    description: 'Only checkpoints with a seq below this (exclusive): a previous page’s `next`',
+  }),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const CheckpointList = z
+  .object({
+    checkpoints: z.array(
+      z.object({
+        label: z.string(),
+        seq: Seq,
+        meta: z.unknown().optional(),
+        parentLabel: z.string().optional(),
+      }),
+    ),
+    next: Seq.nullable().openapi({ description: 'Pass as `before` to read on; null at the end' }),
+  })
+  .openapi('CheckpointList', {
+    example: {
+      checkpoints: [{ label: '1ef4f797-8335-6428-8001-8a1503f9b875', seq: 12, meta: { step: 3 } }],
+      next: null,
+    },
+  });
+
+const Task = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_TASK_BYTES, {
+  message: `at most ${MAX_TASK_BYTES} bytes of UTF-8`,
+});
+
+export const PendingWritesBody = z
+  .strictObject({
+    taskId: Task.refine((s) => s.length > 0, 'must not be empty'),
+    taskPath: Task.default('').openapi({ description: 'LangGraph’s task path; default ""' }),
+    writes: z
+      .array(
+        z.strictObject({
+          idx: z
+            .number()
+            .int()
+            .min(-(2 ** 31))
+            .max(2 ** 31 - 1)
+            .openapi({
+              description: '>= 0: insert-once; < 0 (special channels): last write wins',
+            }),
+          channel: z.string().min(1).max(256),
+          value: z
+            .unknown()
+            .refine((v) => v !== undefined, 'value is required')
+            .openapi({ description: 'Any JSON value' }),
+        }),
+      )
+      .min(1)
+      .max(MAX_WRITES_PER_CALL),
+  })
+  .openapi('PendingWritesRequest', {
+    example: {
+      taskId: 'task-1',
+      taskPath: '',
+      writes: [{ idx: 0, channel: 'messages', value: 'hi' }],
+    },
+  });
+
+export const PendingWritesResult = z
+  .object({ written: z.number().int().openapi({ description: 'Writes stored by this call' }) })
+  .openapi('PendingWritesResult', { example: { written: 1 } });
+
+export const PendingWriteList = z
+  .object({
+    writes: z.array(
+      z.object({
+        taskId: z.string(),
+        taskPath: z.string(),
+        idx: z.number().int(),
+        channel: z.string(),
+        value: z.unknown(),
+      }),
+    ),
+  })
+  .openapi('PendingWriteList', {
+    example: {
+      writes: [{ taskId: 'task-1', taskPath: '', idx: 0, channel: 'messages', value: 'hi' }],
+    },
+  });
+
+export const StreamListQuery = z.object({
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{0,128}$/)
+    .optional()
+    .openapi({ description: 'Only stream ids starting with this' }),
+  after: z.string().regex(STREAM_ID_PATTERN).optional().openapi({
+    description: 'Exclusive cursor: a previous page’s `next`',
+  }),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const StreamListResult = z
+  .object({
+    streams: z.array(
+      z.object({
+        streamId: z.string(),
+        seq: Seq,
+        updatedAt: z.number().int().openapi({ description: 'Milliseconds since the epoch' }),
+        lease: z
+          .object({
+            owner: z.string(),
+            epoch: z.number().int(),
+            draining: z.boolean(),
+            expiresAt: z.number().int(),
+          })
+          .nullable()
+          .openapi({ description: 'The writer lease while it is held, else null' }),
+      }),
+    ),
+    next: z.string().nullable().openapi({ description: 'Pass as `after`; null at the end' }),
+  })
+  .openapi('StreamList', {
+    example: {
+      streams: [
+        { streamId: 'run-1', seq: 42, updatedAt: 1_764_590_000_000, lease: null },
+        {
+          streamId: 'run-2',
+          seq: 7,
+          updatedAt: 1_764_590_001_000,
+          lease: { owner: 'worker-7', epoch: 2, draining: false, expiresAt: 1_764_590_031_000 },
+        },
+      ],
+      next: null,
+    },
+  });

@@ -1,0 +1,230 @@
+import { canonicalJson, type JsonValue } from '../domain/canonical.js';
+import { InvalidInputError, NotFoundError } from '../domain/errors.js';
+import { DELTA_EVENT } from '../domain/state.js';
+import type { Item, ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
+import { pad16, streamPk } from './layout.js';
+
+/**
+ * Checkpoint labels and the checkpoint list (docs/records-v2.md), records beside the head in
+ * the stream's own partition:
+ *
+ * | record           | sk                        | attributes                                   |
+ * | ---------------- | ------------------------- | -------------------------------------------- |
+ * | checkpoint label | `label#{label}`           | seq, stateDigest, meta?, parentLabel?, ...   |
+ * | checkpoint list  | `ckpt#{pad16(INV - seq)}` | seq, label, meta?, parentLabel?              |
+ *
+ * Both are written by the commit transaction of the delta that carries the label, derived
+ * from the delta's payload (so a writer rolling a dead writer's segment forward writes them
+ * exactly as its writer would have). The label put is `notExists`: a label is unique in its
+ * stream. `GET .../checkpoints/{label}` is one get; the list is one ascending query on the
+ * `ckpt#` prefix (newest first), its cost proportional to the page.
+ */
+
+/** Labels (LangGraph checkpoint ids): 1..128 of these, so no label can form another sk. */
+export const LABEL_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Canonical JSON bytes a checkpoint's `meta` may hold. */
+export const MAX_META_BYTES = 16 * 1024;
+
+const INV = Number.MAX_SAFE_INTEGER;
+export const LABEL_PREFIX = 'label#';
+export const CKPT_PREFIX = 'ckpt#';
+
+export const labelKey = (tenant: string, stream: string, label: string): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: `${LABEL_PREFIX}${label}`,
+});
+
+export const ckptSk = (seq: number): string => `${CKPT_PREFIX}${pad16(INV - seq)}`;
+
+export interface LabelRecord {
+  label: string;
+  seq: number;
+  stateDigest: string;
+  meta?: JsonValue;
+  parentLabel?: string;
+  parentSeq?: number;
+  createdAt: number;
+}
+
+export interface CheckpointEntry {
+  label: string;
+  seq: number;
+  meta?: JsonValue;
+  parentLabel?: string;
+}
+
+/** The v2 fields of a delta payload this module reads. */
+interface LabelledPayload {
+  stateDigest?: unknown;
+  label?: unknown;
+  meta?: JsonValue;
+  parentLabel?: unknown;
+  baseSeq?: unknown;
+}
+
+export const checkLabel = (label: string, what = 'label'): string => {
+  if (!LABEL_PATTERN.test(label)) {
+    throw new InvalidInputError(`${what} must be 1..128 characters of A-Z a-z 0-9 . _ : -`);
+  }
+  return label;
+};
+
+export const checkMeta = (meta: JsonValue): JsonValue => {
+  const bytes = Buffer.byteLength(canonicalJson(meta), 'utf8');
+  if (bytes > MAX_META_BYTES) {
+    throw new InvalidInputError(
+      `meta is ${bytes} bytes as canonical JSON; at most ${MAX_META_BYTES}`,
+    );
+  }
+  return meta;
+};
+
+const optional = (fields: Record<string, JsonValue | undefined>) =>
+  Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Record<
+    string,
+    JsonValue
+  >;
+
+/**
+ * Commit step 4 of records-v2: the label and list records of the labelled deltas of a batch.
+ * `labelIndexes` are the positions of the label puts among `ops` (a conflict there is a
+ * duplicate label).
+ */
+export const labelOps = (
+  tenant: string,
+  stream: string,
+  events: Array<{ seq: number; type: string; payload: () => unknown }>,
+  now: number,
+): TransactOp[] => {
+  const ops: TransactOp[] = [];
+  for (const event of events) {
+    if (event.type !== DELTA_EVENT) continue;
+    const p = event.payload() as LabelledPayload | null;
+    if (typeof p?.label !== 'string' || typeof p.stateDigest !== 'string') continue;
+    const parentLabel = typeof p.parentLabel === 'string' ? p.parentLabel : undefined;
+    const shared = optional({ meta: p.meta, parentLabel });
+    ops.push({
+      kind: 'put',
+      item: {
+        ...labelKey(tenant, stream, p.label),
+        label: p.label,
+        seq: event.seq,
+        stateDigest: p.stateDigest,
+        ...shared,
+        ...optional({ parentSeq: typeof p.baseSeq === 'number' ? p.baseSeq : undefined }),
+        createdAt: now,
+      },
+      conditions: [{ op: 'notExists' }],
+    });
+    ops.push({
+      kind: 'put',
+      item: {
+        pk: streamPk(tenant, stream),
+        sk: ckptSk(event.seq),
+        label: p.label,
+        seq: event.seq,
+        ...shared,
+      },
+    });
+  }
+  return ops;
+};
+
+export const toLabel = (item: Item): LabelRecord => ({
+  label: String(item.label),
+  seq: Number(item.seq),
+  stateDigest: String(item.stateDigest),
+  ...(item.meta === undefined ? {} : { meta: item.meta }),
+  ...(typeof item.parentLabel === 'string' ? { parentLabel: item.parentLabel } : {}),
+  ...(typeof item.parentSeq === 'number' ? { parentSeq: item.parentSeq } : {}),
+  createdAt: Number(item.createdAt),
+});
+
+const toEntry = (item: Item): CheckpointEntry => ({
+  label: String(item.label),
+  seq: Number(item.seq),
+  ...(item.meta === undefined ? {} : { meta: item.meta }),
+  ...(typeof item.parentLabel === 'string' ? { parentLabel: item.parentLabel } : {}),
+});
+
+export interface ListCheckpointsOptions {
+  /** Only checkpoints with a seq below this (exclusive); default: all. */
+  before?: number;
+  /** Page size, 1..1000 (default 100). */
+  limit?: number;
+  /** Only checkpoints whose meta has these top-level values (compared as canonical JSON). */
+  meta?: Record<string, JsonValue>;
+}
+
+export interface CheckpointPage {
+  checkpoints: CheckpointEntry[];
+  /** Pass as `before` to read on; undefined when the list is exhausted. */
+  next?: number;
+}
+
+/** Entries a filtered list scans at most for one page before it answers with `next`. */
+const MAX_SCAN = 1000;
+
+const matches = (entry: CheckpointEntry, filter: Array<[string, string]>): boolean => {
+  if (filter.length === 0) return true;
+  const meta = entry.meta;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return false;
+  return filter.every(
+    ([k, v]) => Object.hasOwn(meta, k) && canonicalJson(meta[k] as JsonValue) === v,
+  );
+};
+
+export class CheckpointLabels {
+  constructor(readonly records: RecordStore) {}
+
+  async get(tenant: string, stream: string, label: string): Promise<LabelRecord> {
+    const item = await this.records.get(labelKey(tenant, stream, label));
+    if (!item) throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+    return toLabel(item);
+  }
+
+  async exists(tenant: string, stream: string, label: string): Promise<boolean> {
+    return (await this.records.get(labelKey(tenant, stream, label))) !== undefined;
+  }
+
+  /**
+   * Newest first. Unfiltered, one query of `limit` items; with a meta filter it scans at most
+   * MAX_SCAN entries per call and answers `next` where it stopped (the cost of a page stays
+   * bounded; a sparse filter takes more calls).
+   */
+  async list(
+    tenant: string,
+    stream: string,
+    o: ListCheckpointsOptions = {},
+  ): Promise<CheckpointPage> {
+    const limit = o.limit ?? 100;
+    const filter = Object.entries(o.meta ?? {}).map(([k, v]): [string, string] => [
+      k,
+      canonicalJson(v),
+    ]);
+    const out: CheckpointEntry[] = [];
+    let after = o.before === undefined ? undefined : ckptSk(o.before);
+    let scanned = 0;
+    for (;;) {
+      const want = filter.length === 0 ? limit - out.length : Math.min(MAX_SCAN - scanned, 100);
+      const page = await this.records.query(streamPk(tenant, stream), {
+        skPrefix: CKPT_PREFIX,
+        after,
+        limit: want,
+      });
+      for (const item of page.items) {
+        const entry = toEntry(item);
+        scanned++;
+        if (matches(entry, filter)) out.push(entry);
+        if (out.length >= limit) {
+          const more = page.next !== undefined || item !== page.items.at(-1);
+          return more ? { checkpoints: out, next: entry.seq } : { checkpoints: out };
+        }
+      }
+      if (page.next === undefined) return { checkpoints: out };
+      after = page.next;
+      const last = page.items.at(-1);
+      if (scanned >= MAX_SCAN && last) return { checkpoints: out, next: Number(last.seq) };
+    }
+  }
+}

