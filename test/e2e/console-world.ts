@@ -6,7 +6,10 @@ import { join } from 'node:path';
 import { createAdaptorServer } from '@hono/node-server';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { createEmbedded, STATIC_DIR } from '../../functions/wiring/embedded.js';
+import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { parseSettings } from '../../shared/config/settings.js';
+import { systemClock } from '../../shared/ports/clock.js';
+import { LeaseService } from '../../shared/services/leases.js';
 
 /**
  * The embedded server (real wiring: local stores in a temp directory, the built static
@@ -39,6 +42,11 @@ export interface ConsoleWorld {
     path: string,
     init?: { key?: string; body?: unknown; method?: string },
   ): Promise<Response>;
+  /**
+   * Step 1 of a drain (the lease marked draining), as a worker's drain leaves it while it
+   * waits for quiet: over the HTTP API a drain runs to its end and releases the lease.
+   */
+  markDraining(stream: string, owner: string, epoch: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -76,6 +84,19 @@ export const startConsoleWorld = async (): Promise<ConsoleWorld> => {
     dataDir,
     key,
     request,
+    markDraining: async (stream, owner, epoch) => {
+      const records = new LocalRecordStore({ path: join(dataDir, 'records.sqlite') });
+      try {
+        await new LeaseService({ records, clock: systemClock }).markDraining(
+          'acme',
+          stream,
+          owner,
+          epoch,
+        );
+      } finally {
+        records.close();
+      }
+    },
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -1,4 +1,4 @@
-import { type EventsPage, stream } from '../api.js';
+import { type EventsPage, type LedgerEvent, stream } from '../api.js';
 import { type Change, diffStates } from '../diff.js';
 import { field, fill, h, summary } from '../dom.js';
 import { jsonTree } from '../json-tree.js';
@@ -10,21 +10,49 @@ import { describeError, type StreamContext } from './context.js';
  * and a fork from the seq shown, after a confirmation.
  */
 
+const DELTA = 'hefesto.delta';
+
 interface StateResult {
   seq: number;
   state: unknown;
   stateDigest: string;
 }
 
-const labelAt = async (ctx: StreamContext, seq: number): Promise<string | undefined> => {
-  if (seq < 1) return undefined;
-  const page = await ctx.api.get<EventsPage>(stream(ctx.streamId, '/events'), {
-    from: seq,
-    limit: 1,
-  });
-  const event = page.events[0];
+interface Labelled {
+  label: string;
+  seq: number;
+}
+
+const deltaLabel = (event: LedgerEvent | undefined): string | undefined => {
   const label = (event?.payload as { label?: unknown } | null)?.label;
-  return event?.type === 'hefesto.delta' && typeof label === 'string' ? label : undefined;
+  return event?.type === DELTA && typeof label === 'string' ? label : undefined;
+};
+
+/**
+ * The labelled checkpoint (a LangGraph checkpoint id) whose state is the state at `seq`: the
+ * delta at `seq` itself, else the newest labelled checkpoint before it, as long as no other
+ * delta lies between the two (events that are not deltas leave the state as it was).
+ */
+export const checkpointAt = async (
+  ctx: StreamContext,
+  seq: number,
+): Promise<Labelled | undefined> => {
+  if (seq < 1) return undefined;
+  const events = (from: number, type?: string) =>
+    ctx.api.get<EventsPage>(stream(ctx.streamId, '/events'), { from, limit: 1, type });
+  const own = (await events(seq)).events[0];
+  if (own?.type === DELTA) {
+    const label = deltaLabel(own);
+    return label ? { label, seq } : undefined;
+  }
+  const { checkpoints } = await ctx.api.get<{ checkpoints: Labelled[] }>(
+    stream(ctx.streamId, '/checkpoints'),
+    { before: seq + 1, limit: 1 },
+  );
+  const newest = checkpoints[0];
+  if (!newest) return undefined;
+  const between = (await events(newest.seq + 1, DELTA)).events[0];
+  return between && between.seq <= seq ? undefined : newest;
 };
 
 const changeTable = (changes: Change[]): HTMLElement => {
@@ -103,9 +131,9 @@ export const stateView = (ctx: StreamContext): HTMLElement => {
     fill(stateOut, h('p', {}, 'Loading…'));
     try {
       const at = Number(atInput.value);
-      const [result, label] = await Promise.all([
+      const [result, labelled] = await Promise.all([
         read(at),
-        labelAt(ctx, at).catch(() => undefined),
+        checkpointAt(ctx, at).catch(() => undefined),
       ]);
       shownSeq = result.seq;
       fill(
@@ -114,8 +142,9 @@ export const stateView = (ctx: StreamContext): HTMLElement => {
           'p',
           { class: 'state-meta' },
           `State at seq ${result.seq}`,
-          label ? ' · checkpoint label ' : '',
-          label ? h('strong', { class: 'label' }, label) : '',
+          labelled ? ' · checkpoint label ' : '',
+          labelled ? h('strong', { class: 'label' }, labelled.label) : '',
+          labelled && labelled.seq !== result.seq ? ` (written at seq ${labelled.seq})` : '',
           ' · digest ',
           h('code', {}, result.stateDigest.slice(0, 16)),
         ),
@@ -173,10 +202,6 @@ export const stateView = (ctx: StreamContext): HTMLElement => {
         method: 'dialog',
         onsubmit: async (e: Event) => {
           e.preventDefault();
-          if (((e as SubmitEvent).submitter as HTMLButtonElement | null)?.value === 'cancel') {
-            dialog.close();
-            return;
-          }
           try {
             await ctx.api.post(stream(ctx.streamId, '/fork'), {
               at: shownSeq,
@@ -196,8 +221,9 @@ export const stateView = (ctx: StreamContext): HTMLElement => {
       h(
         'div',
         { class: 'actions' },
-        h('button', { type: 'submit', value: 'cancel', formnovalidate: true }, 'Cancel'),
-        h('button', { type: 'submit', value: 'fork', class: 'primary' }, 'Fork stream'),
+        // Not a submit button: Enter in the field (implicit submission) must confirm the fork.
+        h('button', { type: 'button', onclick: () => dialog.close() }, 'Cancel'),
+        h('button', { type: 'submit', class: 'primary' }, 'Fork stream'),
       ),
     ),
   );
