@@ -43,7 +43,7 @@ export const uid = (prefix: string): string => `${prefix}-${++ids}`;
 /** A labelled input: the label and the control, tied by id. */
 export const field = (
   label: string,
-  input: HTMLInputElement | HTMLSelectElement,
+  input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement,
   hint?: string,
 ): HTMLElement => {
   input.id ||= uid('f');

@@ -24,6 +24,18 @@ export interface InclusionProof {
   path: string[];
 }
 
+export interface ConsistencyProof {
+  from: number;
+  to: number;
+  path: string[];
+}
+
+/** docs/proofs.md: longer paths are refused unread (a tree of 2^53 leaves needs 53). */
+export const MAX_PATH = 64;
+
+/** SHA-256 of the empty string: the root of the empty tree, MTH({}). */
+export const EMPTY_ROOT = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
 export interface PublicJwk {
   kty: string;
   crv: string;
@@ -116,7 +128,7 @@ export const verifyInclusion = async (
   rootHash: string,
 ): Promise<boolean> => {
   const { leafIndex, treeSize, path } = proof;
-  if (!(leafIndex >= 0 && leafIndex < treeSize)) return false;
+  if (!(leafIndex >= 0 && leafIndex < treeSize) || path.length > MAX_PATH) return false;
   const node = async (left: Uint8Array, right: Uint8Array) =>
     port.sha256(concat(Uint8Array.of(1), left, right));
   let fn = leafIndex;
@@ -138,4 +150,95 @@ export const verifyInclusion = async (
     sn = Math.floor(sn / 2);
   }
   return sn === 0 && toHex(r) === rootHash;
+};
+
+const half = (n: number) => Math.floor(n / 2);
+const odd = (n: number) => n % 2 === 1;
+const powerOfTwo = (n: number) => {
+  let m = n;
+  while (m > 1 && !odd(m)) m = half(m);
+  return m === 1;
+};
+
+/**
+ * RFC 9162 section 2.1.4.2, with the edges of docs/proofs.md: whether the tree of `from`
+ * leaves with root `fromRoot` is a prefix of the tree of `to` leaves with root `toRoot`.
+ * `from = 0` (the empty tree) and `from = to` take the empty path only.
+ */
+export const verifyConsistency = async (
+  port: HashPort,
+  proof: ConsistencyProof,
+  fromRoot: string,
+  toRoot: string,
+): Promise<boolean> => {
+  const { from, to, path } = proof;
+  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && 0 <= from && from <= to)) {
+    return false;
+  }
+  if (path.length > MAX_PATH) return false;
+  if (from === 0) return path.length === 0 && fromRoot === EMPTY_ROOT;
+  if (from === to) return path.length === 0 && fromRoot === toRoot;
+  if (path.length === 0) return false;
+  const node = async (left: Uint8Array, right: Uint8Array) =>
+    port.sha256(concat(Uint8Array.of(1), left, right));
+  // 1. A power-of-two `from` is a perfect subtree: its root starts the path.
+  const steps = powerOfTwo(from) ? [fromRoot, ...path] : path;
+  let fn = from - 1;
+  let sn = to - 1;
+  // 3. Skip the levels where the old tree's last leaf is a right child.
+  while (odd(fn)) {
+    fn = half(fn);
+    sn = half(sn);
+  }
+  const [first, ...rest] = steps.map(hex);
+  if (!first) return false;
+  let fr = first;
+  let sr = first;
+  for (const c of rest) {
+    if (sn === 0) return false;
+    if (odd(fn) || fn === sn) {
+      fr = await node(c, fr);
+      sr = await node(c, sr);
+      while (!odd(fn) && fn !== 0) {
+        fn = half(fn);
+        sn = half(sn);
+      }
+    } else {
+      sr = await node(sr, c);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && toHex(fr) === fromRoot && toHex(sr) === toRoot;
+};
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const B64URL_SIG = /^[A-Za-z0-9_-]{86}$/;
+const size = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/**
+ * A signed tree head (or a receipt, the head an append answered) read exactly as
+ * docs/proofs.md defines it; a message naming the first field that is wrong otherwise.
+ * Unknown fields are dropped: they are not signed.
+ */
+export const parseTreeHead = (value: unknown): SignedTreeHead | string => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return 'not a JSON object';
+  }
+  const v = value as Record<string, unknown>;
+  const text = (k: string) => typeof v[k] === 'string' && (v[k] as string).length > 0;
+  if (!text('tenant')) return 'tenant: a non-empty string';
+  if (!text('streamId')) return 'streamId: a non-empty string';
+  if (!size(v.treeBase)) return 'treeBase: a whole number';
+  if (!size(v.treeSize)) return 'treeSize: a whole number';
+  if (typeof v.rootHash !== 'string' || !HEX64.test(v.rootHash)) return 'rootHash: 64 hex';
+  if (!size(v.timestamp)) return 'timestamp: ms since the epoch';
+  if (!text('keyId')) return 'keyId: a non-empty string';
+  if (v.alg !== 'EdDSA') return 'alg: EdDSA';
+  if (typeof v.signature !== 'string' || !B64URL_SIG.test(v.signature)) {
+    return 'signature: 64 bytes of base64url';
+  }
+  const { tenant, streamId, treeBase, treeSize, rootHash, timestamp, keyId, alg, signature } =
+    v as unknown as SignedTreeHead;
+  return { tenant, streamId, treeBase, treeSize, rootHash, timestamp, keyId, alg, signature };
 };

@@ -248,4 +248,16 @@ describe('console views in Chromium', () => {
     });
     expect(page.problems).toEqual([]);
   });
+
+  it('shows no signed-head or receipt panel when the server publishes no signing keys', async () => {
+    await append('run-trust', 2);
+    expect((await w.request('/v1/signing-keys', { key: w.key })).status).toBe(404);
+    const page = await signIn('#/s/run-trust/trust');
+    await page.getByRole('button', { name: 'Verify stream' }).click();
+    await page.waitForSelector('.verify-result.ok');
+
+    expect(await page.locator('.signed').textContent()).toBe('');
+    expect(await page.getByRole('button', { name: 'Check receipt' }).count()).toBe(0);
+    expect(page.problems).toEqual([]);
+  });
 });

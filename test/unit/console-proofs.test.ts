@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  type ConsistencyProof,
   type InclusionProof,
   type SignedTreeHead,
   treeHeadPreimage,
+  verifyConsistency,
   verifyInclusion,
   verifyTreeHead,
 } from '../../console/src/proofs.js';
@@ -54,5 +56,42 @@ describe('console proof checks', () => {
       expect(await verifyTreeHead(head, key)).toBe(true);
       expect(await verifyTreeHead({ ...head, treeSize: head.treeSize + 1 }, key)).toBe(false);
     }
+  });
+
+  it('accepts every consistency proof of the vectors and refuses a wrong root or path', async () => {
+    for (const proof of merkle.consistency as ConsistencyProof[]) {
+      const from = merkle.roots[proof.from] as string;
+      const to = merkle.roots[proof.to] as string;
+
+      expect(await verifyConsistency(webCryptoHash, proof, from, to)).toBe(true);
+      if (proof.from > 0) {
+        expect(await verifyConsistency(webCryptoHash, proof, flip(from), to)).toBe(false);
+      }
+      if (proof.from < proof.to && proof.from > 0) {
+        expect(await verifyConsistency(webCryptoHash, proof, from, flip(to))).toBe(false);
+        const [first = '', ...rest] = proof.path;
+        expect(
+          await verifyConsistency(
+            webCryptoHash,
+            { ...proof, path: [flip(first), ...rest] },
+            from,
+            to,
+          ),
+        ).toBe(false);
+        expect(await verifyConsistency(webCryptoHash, { ...proof, path: [] }, from, to)).toBe(
+          false,
+        );
+      }
+    }
+    // A shorter tree is never consistent with a longer one's root the other way round.
+    const p = merkle.consistency.find((c) => c.from === 3 && c.to === 7) as ConsistencyProof;
+    expect(
+      await verifyConsistency(
+        webCryptoHash,
+        { ...p, from: 7, to: 3 },
+        merkle.roots[7] as string,
+        merkle.roots[3] as string,
+      ),
+    ).toBe(false);
   });
 });

@@ -6,14 +6,15 @@ import {
   type PublicJwk,
   type SignedTreeHead,
   verifyInclusion,
-  verifyTreeHead,
 } from '../proofs.js';
 import { describeError, type StreamContext } from './context.js';
+import { receiptPanel, signedBy } from './receipt.js';
 
 /**
- * Trust: the server's verification of every object the stream depends on, and (where the
- * server signs tree heads: GET .../tree-head answers) the signed head checked in the browser
- * and any event's inclusion in it. On a server without signed heads that panel is not shown.
+ * Trust: the server's verification of every object the stream depends on, and, where the
+ * server publishes signing keys (GET /v1/signing-keys answers a key), the stream's signed
+ * tree head checked in the browser, any event's inclusion in it and a receipt's check
+ * (receipt.ts). On a server without signing keys none of that is shown.
  */
 
 const verifyPanel = (ctx: StreamContext): HTMLElement => {
@@ -69,22 +70,18 @@ const verifyPanel = (ctx: StreamContext): HTMLElement => {
   );
 };
 
-const treeHeadPanel = (ctx: StreamContext, head: SignedTreeHead): HTMLElement => {
+const treeHeadPanel = (
+  ctx: StreamContext,
+  head: SignedTreeHead,
+  keys: PublicJwk[],
+): HTMLElement => {
   const sig = h('p', { role: 'status' }, 'Checking the signature in your browser…');
-  void (async () => {
-    try {
-      const { keys } = await ctx.api.get<{ keys: PublicJwk[] }>('/v1/signing-keys');
-      const key = keys.find((k) => k.kid === head.keyId);
-      const ok = key ? await verifyTreeHead(head, key) : false;
-      sig.className = ok ? 'ok' : 'bad';
-      sig.textContent = ok
-        ? `Signature checked in your browser (Ed25519, key ${head.keyId.slice(0, 12)}…).`
-        : 'The signature does not verify against the published keys.';
-    } catch (err) {
-      sig.className = 'bad';
-      sig.textContent = `Signature not checked: ${describeError(err)}`;
-    }
-  })();
+  void signedBy(keys, head).then((ok) => {
+    sig.className = ok ? 'ok signature' : 'bad signature';
+    sig.textContent = ok
+      ? `Signature checked in your browser (Ed25519, key ${head.keyId.slice(0, 12)}…).`
+      : 'The signature does not verify against the published keys.';
+  });
   const seqInput = h('input', {
     type: 'number',
     name: 'seq',
@@ -113,7 +110,7 @@ const treeHeadPanel = (ctx: StreamContext, head: SignedTreeHead): HTMLElement =>
         out,
         h(
           'p',
-          { class: ok ? 'ok' : 'bad' },
+          { class: ok ? 'ok inclusion' : 'bad inclusion' },
           ok
             ? `Seq ${seq} is in the signed tree of ${head.treeSize} leaves (${proof.path.length} proof hashes checked in your browser).`
             : `Seq ${seq}: the inclusion proof does not check out.`,
@@ -125,7 +122,7 @@ const treeHeadPanel = (ctx: StreamContext, head: SignedTreeHead): HTMLElement =>
         h(
           'p',
           { class: 'error', role: 'alert' },
-          `No receipt for seq ${seq}: ${describeError(err)}`,
+          `No inclusion proof for seq ${seq}: ${describeError(err)}`,
         ),
       );
     }
@@ -155,20 +152,37 @@ const treeHeadPanel = (ctx: StreamContext, head: SignedTreeHead): HTMLElement =>
         },
       },
       field('Event seq', seqInput),
-      h('button', { type: 'submit' }, 'Check receipt'),
+      h('button', { type: 'submit' }, 'Check inclusion'),
     ),
     out,
   );
 };
 
+/** The signed-heads panels, when the server publishes keys; nothing otherwise. */
+const signedPanels = async (ctx: StreamContext, into: HTMLElement): Promise<void> => {
+  let keys: PublicJwk[];
+  try {
+    keys = (await ctx.api.get<{ keys?: PublicJwk[] }>('/v1/signing-keys')).keys ?? [];
+  } catch (err) {
+    // No such route (404/405), or no keys: this server signs no tree heads.
+    if (!(err instanceof ApiError)) fill(into, h('p', { class: 'error' }, describeError(err)));
+    return;
+  }
+  if (keys.length === 0) return;
+  try {
+    const head = await ctx.api.get<SignedTreeHead>(stream(ctx.streamId, '/tree-head'));
+    fill(into, treeHeadPanel(ctx, head, keys), receiptPanel(ctx, keys, head));
+  } catch (err) {
+    fill(
+      into,
+      h('h3', {}, 'Signed tree head'),
+      h('p', { class: 'muted' }, `No signed tree head for this stream: ${describeError(err)}`),
+    );
+  }
+};
+
 export const trustView = (ctx: StreamContext): HTMLElement => {
-  const proofs = h('div');
-  void ctx.api
-    .get<SignedTreeHead>(stream(ctx.streamId, '/tree-head'))
-    .then((head) => fill(proofs, treeHeadPanel(ctx, head)))
-    .catch((err: unknown) => {
-      // No such route (404/405) or no head yet: this server does not sign tree heads.
-      if (!(err instanceof ApiError)) fill(proofs, h('p', { class: 'error' }, describeError(err)));
-    });
+  const proofs = h('div', { class: 'signed' });
+  void signedPanels(ctx, proofs);
   return h('section', { class: 'trust', 'aria-label': 'Trust' }, verifyPanel(ctx), proofs);
 };
