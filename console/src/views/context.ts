@@ -1,4 +1,5 @@
 import type { Api, Principal, StreamHead } from '../api.js';
+import type { PublicJwk } from '../proofs.js';
 
 /** What every view of one stream shares. */
 export interface StreamContext {
@@ -11,6 +12,11 @@ export interface StreamContext {
   badSeq: number | undefined;
   /** Told of a first bad seq found by any view. */
   onBadSeq(seq: number): void;
+  /**
+   * The server's published signing keys (GET /v1/signing-keys, read once per stream view);
+   * empty when it signs no tree heads (no such route, or no key).
+   */
+  signingKeys(): Promise<PublicJwk[]>;
 }
 
 export const describeError = (err: unknown): string => {

@@ -1,5 +1,6 @@
 import { type Api, ApiError, type Principal, type StreamHead, stream } from '../api.js';
 import { fill, h, shortHash, time } from '../dom.js';
+import type { PublicJwk } from '../proofs.js';
 import { describeError, type StreamContext } from './context.js';
 import { effectsView } from './effects.js';
 import { stateView } from './state.js';
@@ -27,7 +28,15 @@ export const streamView = (
   const headBox = h('div', { class: 'head-facts', 'aria-live': 'polite' }, 'Reading the head…');
   const banner = h('div', { class: 'banner', role: 'alert', hidden: true });
   const panel = h('div', { class: 'panel', id: 'stream-panel' });
+  let keys: Promise<PublicJwk[]> | undefined;
   const ctx: StreamContext = {
+    signingKeys: () => {
+      keys ??= api
+        .get<{ keys?: PublicJwk[] }>('/v1/signing-keys')
+        .then((r) => r.keys ?? [])
+        .catch(() => []);
+      return keys;
+    },
     api,
     principal,
     streamId,
@@ -65,7 +74,7 @@ export const streamView = (
           ? stateView(ctx)
           : tab === 'effects'
             ? effectsView(ctx)
-            : trustView(ctx);
+            : trustView(ctx, focusSeq);
     fill(panel, view);
   };
   void api

@@ -1,8 +1,8 @@
 import { ApiError, type EventsPage, type LedgerEvent, stream } from '../api.js';
 import { checkDisplayed } from '../chain.js';
-import { field, fill, h, shortHash, summary, time, uid } from '../dom.js';
-import { jsonTree } from '../json-tree.js';
+import { field, fill, h, shortHash, uid } from '../dom.js';
 import { describeError, type StreamContext } from './context.js';
+import { badRow, eventRow } from './timeline-rows.js';
 
 /**
  * The ledger as a timeline: a page of PAGE events at a time (never the whole stream), a type
@@ -64,76 +64,6 @@ const readPage = async (
   }
 };
 
-const labelOf = (event: LedgerEvent): string | undefined => {
-  const label = (event.payload as { label?: unknown } | null)?.label;
-  return event.type === 'hefesto.delta' && typeof label === 'string' ? label : undefined;
-};
-
-const eventRow = (event: LedgerEvent, bad: boolean): HTMLElement => {
-  const detailId = uid('ev');
-  const detail = h('div', { id: detailId, class: 'event-detail', hidden: true });
-  const toggle = h(
-    'button',
-    {
-      type: 'button',
-      class: 'event-toggle',
-      'aria-expanded': 'false',
-      'aria-controls': detailId,
-      'aria-label': `Event ${event.seq}, ${event.type}: show details`,
-    },
-    h('span', { class: 'seq' }, event.seq),
-    h('span', { class: 'ts' }, time(event.ts)),
-    h('span', { class: 'type' }, event.type),
-    h('span', { class: 'sum' }, summary(event.payload)),
-  );
-  const label = labelOf(event);
-  toggle.addEventListener('click', () => {
-    const open = toggle.getAttribute('aria-expanded') !== 'true';
-    toggle.setAttribute('aria-expanded', String(open));
-    detail.hidden = !open;
-    if (open && !detail.firstChild) {
-      fill(
-        detail,
-        label ? h('p', {}, 'Checkpoint label: ', h('strong', { class: 'label' }, label)) : null,
-        h('h4', {}, 'Payload'),
-        jsonTree(event.payload, 2),
-        h(
-          'dl',
-          { class: 'hashes' },
-          h('dt', {}, 'hash'),
-          h('dd', {}, h('code', {}, event.hash)),
-          h('dt', {}, 'prevHash'),
-          h('dd', {}, h('code', {}, event.prevHash)),
-        ),
-      );
-    }
-  });
-  return h(
-    'li',
-    { class: bad ? 'event bad' : 'event', 'data-seq': event.seq },
-    toggle,
-    label ? h('span', { class: 'badge' }, `label ${label}`) : null,
-    detail,
-  );
-};
-
-const badRow = (seq: number): HTMLElement =>
-  h(
-    'li',
-    { class: 'event bad', 'data-seq': seq, role: 'alert' },
-    h(
-      'div',
-      { class: 'event-toggle' },
-      h('span', { class: 'seq' }, seq),
-      h('span', { class: 'type' }, 'first bad seq'),
-      h(
-        'span',
-        { class: 'sum' },
-        `seq ${seq} does not verify (ErrTamperedLedger): reads fail closed from its segment on`,
-      ),
-    ),
-  );
-
 export const timelineView = (ctx: StreamContext, startAt?: number): HTMLElement => {
   const headSeq = () => ctx.head?.seq ?? 0;
   const lastPageStart = () => Math.max(1, headSeq() - PAGE + 1);
@@ -156,7 +86,7 @@ export const timelineView = (ctx: StreamContext, startAt?: number): HTMLElement 
   const tail = h('input', { type: 'checkbox', name: 'tail' });
 
   const render = () => {
-    fill(list, ...page.events.map((e) => eventRow(e, e.seq === ctx.badSeq)));
+    fill(list, ...page.events.map((e) => eventRow(ctx, e, e.seq === ctx.badSeq)));
     if (page.badSeq !== undefined) list.append(badRow(page.badSeq));
     else if (ctx.badSeq !== undefined && page.events.some((e) => e.seq === ctx.badSeq)) {
       list.querySelector(`[data-seq="${ctx.badSeq}"]`)?.scrollIntoView({ block: 'center' });

@@ -1,5 +1,5 @@
 import { webCryptoHash } from '../../../shared/domain/hash-port.js';
-import { ApiError, type EventsPage, stream, type VerifyResult } from '../api.js';
+import { type EventsPage, stream, type VerifyResult } from '../api.js';
 import { field, fill, h } from '../dom.js';
 import {
   type InclusionProof,
@@ -74,6 +74,7 @@ const treeHeadPanel = (
   ctx: StreamContext,
   head: SignedTreeHead,
   keys: PublicJwk[],
+  seq?: number,
 ): HTMLElement => {
   const sig = h('p', { role: 'status' }, 'Checking the signature in your browser…');
   void signedBy(keys, head).then((ok) => {
@@ -87,7 +88,7 @@ const treeHeadPanel = (
     name: 'seq',
     min: head.treeBase + 1,
     max: head.treeBase + head.treeSize,
-    value: head.treeBase + head.treeSize,
+    value: seq ?? head.treeBase + head.treeSize,
     inputmode: 'numeric',
   });
   const out = h('div', { 'aria-live': 'polite' });
@@ -127,6 +128,7 @@ const treeHeadPanel = (
       );
     }
   };
+  if (seq !== undefined) void check();
   return h(
     'section',
     { 'aria-label': 'Signed tree head' },
@@ -159,19 +161,12 @@ const treeHeadPanel = (
 };
 
 /** The signed-heads panels, when the server publishes keys; nothing otherwise. */
-const signedPanels = async (ctx: StreamContext, into: HTMLElement): Promise<void> => {
-  let keys: PublicJwk[];
-  try {
-    keys = (await ctx.api.get<{ keys?: PublicJwk[] }>('/v1/signing-keys')).keys ?? [];
-  } catch (err) {
-    // No such route (404/405), or no keys: this server signs no tree heads.
-    if (!(err instanceof ApiError)) fill(into, h('p', { class: 'error' }, describeError(err)));
-    return;
-  }
+const signedPanels = async (ctx: StreamContext, into: HTMLElement, seq?: number) => {
+  const keys = await ctx.signingKeys();
   if (keys.length === 0) return;
   try {
     const head = await ctx.api.get<SignedTreeHead>(stream(ctx.streamId, '/tree-head'));
-    fill(into, treeHeadPanel(ctx, head, keys), receiptPanel(ctx, keys, head));
+    fill(into, treeHeadPanel(ctx, head, keys, seq), receiptPanel(ctx, keys, head));
   } catch (err) {
     fill(
       into,
@@ -181,8 +176,9 @@ const signedPanels = async (ctx: StreamContext, into: HTMLElement): Promise<void
   }
 };
 
-export const trustView = (ctx: StreamContext): HTMLElement => {
+/** `seq`: an event whose inclusion to check at once (a timeline event's link). */
+export const trustView = (ctx: StreamContext, seq?: number): HTMLElement => {
   const proofs = h('div', { class: 'signed' });
-  void signedPanels(ctx, proofs);
+  void signedPanels(ctx, proofs, seq);
   return h('section', { class: 'trust', 'aria-label': 'Trust' }, verifyPanel(ctx), proofs);
 };
