@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { HefestoApiError, type Problem } from '../shared/client/errors.js';
 import { HefestoError } from '../shared/domain/errors.js';
 import type { Command, Options, Values } from './command.js';
+import { audit } from './commands/audit.js';
 import { compact } from './commands/compact.js';
 import { eventsTail } from './commands/events.js';
 import { exportStream } from './commands/export.js';
@@ -36,6 +37,7 @@ export const COMMANDS: Command[] = [
   eventsTail,
   stateGet,
   verify,
+  audit,
   exportStream,
   verifyFile,
   importFile,

@@ -8,6 +8,7 @@ import { FrontDoor } from './front-door.js';
 import { HefestoFunction } from './functions.js';
 import { Observability } from './observability.js';
 import { HefestoStorage } from './storage.js';
+import { WitnessBucket } from './witness.js';
 
 export interface HefestoStackProps extends StackProps {
   config: HefestoConfig;
@@ -18,7 +19,7 @@ export interface HefestoStackProps extends StackProps {
  *
  * ```
  * client -> HTTP API ($default route, throttled, access log) -> api function -> S3 + DynamoDB
- * EventBridge schedule -> compactor function -> S3 + DynamoDB
+ * EventBridge schedule -> compactor function -> S3 + DynamoDB, witness bucket (Object Lock)
  * CloudWatch: metric filter (ErrTamperedLedger), alarms, dashboard
  * ```
  *
@@ -27,6 +28,7 @@ export interface HefestoStackProps extends StackProps {
  */
 export class HefestoStack extends Stack {
   readonly storage: HefestoStorage;
+  readonly witness: WitnessBucket;
   readonly api: HefestoFunction;
   readonly compactor: HefestoFunction;
   readonly frontDoor: FrontDoor;
@@ -71,6 +73,9 @@ export class HefestoStack extends Stack {
       retryAttempts: 0,
     });
     this.storage.connect(this.compactor.fn, FUNCTION_ACCESS.compactor);
+    // The witness: its own Object Lock bucket, written by the compactor alone (witness.ts).
+    this.witness = new WitnessBucket(this, 'Witness', config, this.storage.accessLogs);
+    this.witness.connect(this.compactor.fn);
     const schedule = new Rule(this, 'CompactionSchedule', {
       description: `Hefesto ${config.stage}: runs the compactor`,
       schedule: Schedule.rate(config.compaction.every),
@@ -101,6 +106,7 @@ export class HefestoStack extends Stack {
     });
     new CfnOutput(this, 'BucketName', { value: this.storage.bucket.bucketName });
     new CfnOutput(this, 'TableName', { value: this.storage.table.tableName });
+    new CfnOutput(this, 'WitnessBucketName', { value: this.witness.bucket.bucketName });
     new CfnOutput(this, 'DashboardName', {
       value: this.observability.dashboard.dashboardName,
     });

@@ -64,6 +64,8 @@ export class HefestoStorage extends Construct {
   readonly table: Table;
   /** The customer managed key of the bucket, if the config asks for one. */
   readonly key: Key | undefined;
+  /** The server access log bucket, when the config asks for access logs. */
+  readonly accessLogs: Bucket | undefined;
   private readonly config: HefestoConfig;
 
   constructor(scope: Construct, id: string, config: HefestoConfig) {
@@ -81,6 +83,7 @@ export class HefestoStorage extends Construct {
       : undefined;
 
     const accessLogs = config.serverAccessLogs ? this.accessLogBucket(removalPolicy) : undefined;
+    this.accessLogs = accessLogs;
 
     this.bucket = new Bucket(this, 'Objects', {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,

@@ -4,6 +4,7 @@ import type { Settings } from '../../shared/config/settings.js';
 import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
+import type { WitnessStore } from '../../shared/ports/witness-store.js';
 import { type CompactionReport, Compactor } from '../../shared/services/compactor.js';
 import type { LedgerSettings } from '../../shared/services/ledger.js';
 import type { StateStore } from '../../shared/services/state.js';
@@ -28,6 +29,8 @@ export interface CompactorDeps {
   clock: Clock;
   states: StateStore;
   logger: Logger;
+  /** Where each run publishes the signed heads of the streams that moved (witness.ts). */
+  witness?: WitnessStore;
 }
 
 export const createCompactor = (deps: CompactorDeps, settings: Settings): Compactor => {
@@ -39,6 +42,8 @@ export const createCompactor = (deps: CompactorDeps, settings: Settings): Compac
     graceMs: compaction.graceMs,
     maxStreams: compaction.maxStreams,
     maxRunMs: compaction.maxRunMs,
+    onWitnessError: (err) =>
+      deps.logger.warn({ err }, 'publishing to the witness failed; the next run publishes'),
     onError: (err, at) =>
       deps.logger.warn(
         { err, tenant: at.tenant, stream: at.stream },

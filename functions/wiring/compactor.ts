@@ -3,6 +3,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { type Logger, pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
+import { S3WitnessStore } from '../../shared/adapters/aws/s3-witness-store.js';
 import type { AwsSettings } from '../../shared/config/settings.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { Compactor } from '../../shared/services/compactor.js';
@@ -27,8 +28,13 @@ export const createAwsCompactor = (
     { objects, records, clock },
     { snapshotEvery: settings.snapshotEvery, ...compactionLedgerSettings(settings) },
   );
+  // The witness bucket (Object Lock, compliance mode; never the data bucket): the stack sets
+  // HEFESTO_WITNESS_BUCKET for the compactor function alone.
+  const witness = settings.witnessBucket
+    ? new S3WitnessStore({ client: s3, bucket: settings.witnessBucket, clock })
+    : undefined;
   const compactor = createCompactor(
-    { objects, records, clock, states: ledger.states, logger },
+    { objects, records, clock, states: ledger.states, logger, ...(witness ? { witness } : {}) },
     settings,
   );
   return { compactor, logger };

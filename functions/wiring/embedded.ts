@@ -4,6 +4,8 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type Logger, pino } from 'pino';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
+import { loadKeyRing } from '../../shared/adapters/local/signing-key-file.js';
 import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
@@ -28,6 +30,9 @@ export interface Embedded {
  * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects in
  * `objects/`, records in `records.sqlite`) -> services -> app.
  *
+ * Signed tree heads: the key ring of the data directory (`signing-key.pem`, created at first
+ * start, mode 0600; `signing-keys-retired.json` after a rotation: signing-key-file.ts).
+ *
  * Opening the object store takes the data directory's lock (or fails with UnavailableError
  * naming the server that holds it) and moves an older object layout to the current one; both
  * happen before anything else touches the directory.
@@ -50,9 +55,18 @@ export const createEmbedded = (settings: Settings): Embedded => {
     objects.close();
     throw err;
   }
+  let signing: ReturnType<typeof loadKeyRing>;
+  try {
+    signing = loadKeyRing(settings.dataDir);
+  } catch (err) {
+    records.close();
+    objects.close();
+    throw err;
+  }
   const ledger = new Ledger(
     { objects, records, clock },
     {
+      signing,
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
       onSnapshotError: (err) =>
@@ -60,8 +74,10 @@ export const createEmbedded = (settings: Settings): Embedded => {
     },
   );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
+  // The witness: a directory beside the objects (write-once files; local-witness-store.ts).
+  const witness = new LocalWitnessStore(join(settings.dataDir, 'witness'));
   const compactor = createCompactor(
-    { objects, records, clock, states: ledger.states, logger },
+    { objects, records, clock, states: ledger.states, logger, witness },
     settings,
   );
   const app = createApp({

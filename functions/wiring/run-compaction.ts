@@ -3,8 +3,10 @@ import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
+import { S3WitnessStore } from '../../shared/adapters/aws/s3-witness-store.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import type { Settings } from '../../shared/config/settings.js';
 import {
   DataDirInUseError,
@@ -14,6 +16,7 @@ import {
 import { systemClock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
+import type { WitnessStore } from '../../shared/ports/witness-store.js';
 import type { CompactionReport } from '../../shared/services/compactor.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings, createCompactor, runAndLog } from './compaction.js';
@@ -38,7 +41,14 @@ export const runCompaction = async (
       { snapshotEvery: settings.snapshotEvery, ...compactionLedgerSettings(settings) },
     );
     const compactor = createCompactor(
-      { objects: stores.objects, records: stores.records, clock, states: ledger.states, logger },
+      {
+        objects: stores.objects,
+        records: stores.records,
+        clock,
+        states: ledger.states,
+        logger,
+        ...(stores.witness ? { witness: stores.witness } : {}),
+      },
       settings,
     );
     return await runAndLog(compactor, logger);
@@ -50,6 +60,8 @@ export const runCompaction = async (
 export interface OpenStores {
   objects: ObjectStore;
   records: RecordStore;
+  /** Where the pass publishes signed heads (the data dir's witness/, or the witness bucket). */
+  witness?: WitnessStore;
   close(): void;
 }
 
@@ -63,6 +75,9 @@ export const openCompactionStores = async (settings: Settings): Promise<OpenStor
     return {
       objects: new S3ObjectStore({ client: s3, bucket: settings.bucket }),
       records: new DynamoRecordStore({ client: dynamo, table: settings.table }),
+      ...(settings.witnessBucket
+        ? { witness: new S3WitnessStore({ client: s3, bucket: settings.witnessBucket }) }
+        : {}),
       close: () => {
         s3.destroy();
         dynamo.destroy();
@@ -86,6 +101,7 @@ export const openCompactionStores = async (settings: Settings): Promise<OpenStor
     return {
       objects,
       records,
+      witness: new LocalWitnessStore(join(dir, 'witness')),
       close: () => {
         records.close();
         objects.close();

@@ -10,8 +10,11 @@ import type {
   PendingWriteInput,
   StreamList,
 } from './checkpoint-types.js';
+import { ProofChecker } from './client-proofs.js';
 import { ClientVerificationError } from './errors.js';
 import { type RetryPolicy, Transport } from './http.js';
+import type { TrustStore } from './trust-store.js';
+import { defaultTrustStorePath, FileTrustStore } from './trust-store-file.js';
 import { TrustedPoints } from './trusted-points.js';
 import type {
   AppendResult,
@@ -54,8 +57,14 @@ export interface HefestoClientOptions {
   apiKey: string;
   /** The key's tenant; needed to verify chains from their genesis. Default `default`. */
   tenant?: string;
-  /** Recompute the hash chain of every event read, trusting neither server nor bucket. */
+  /**
+   * Recompute the hash chain of every event read, trusting neither server nor bucket, and
+   * check the server's signed tree heads: every receipt, and on every read consistency from
+   * the last head this client trusted (client-proofs.ts).
+   */
   verify?: boolean;
+  /** Where trusted heads are kept (with `verify`). Default: a file, `defaultTrustStorePath()`. */
+  trustStore?: TrustStore;
   retry?: RetryPolicy;
   /** Per attempt, ms. Default 30 s. */
   timeoutMs?: number;
@@ -102,12 +111,21 @@ export class HefestoClient {
   readonly #newKey: () => string;
   readonly #trusted = new TrustedPoints();
   readonly #fences = new Map<string, number>();
+  readonly #proofs: ProofChecker | undefined;
 
   constructor(options: HefestoClientOptions) {
     this.tenant = options.tenant ?? 'default';
     this.#verify = options.verify ?? false;
     this.#newKey = options.newIdempotencyKey ?? (() => crypto.randomUUID());
     this.#http = new Transport(options);
+    this.#proofs = this.#verify
+      ? new ProofChecker({
+          baseUrl: options.baseUrl,
+          tenant: this.tenant,
+          trustStore: options.trustStore ?? new FileTrustStore(defaultTrustStorePath()),
+          get: async (path, query) => (await this.#http.call('GET', path, { query })).body,
+        })
+      : undefined;
   }
 
   /**
@@ -131,6 +149,7 @@ export class HefestoClient {
       idempotencyKey: options.idempotencyKey ?? this.#newKey(),
       fence: this.#fences.get(streamId),
     });
+    await this.#proofs?.checkReceipt(streamId, res.body.treeHead);
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
   }
 
@@ -165,6 +184,7 @@ export class HefestoClient {
     const limit = options.limit ?? 100;
     await this.#trustUpTo(streamId, from - 1);
     const out: LedgerEvent[] = [];
+    let last: LedgerEvent | undefined;
     let next: number | null = from;
     // Filtered reads skip seqs, and a chain cannot be verified with holes: read everything
     // and filter here.
@@ -174,6 +194,7 @@ export class HefestoClient {
         limit: options.type ? 1000 : limit - out.length,
       });
       this.#check(streamId, page.events);
+      last = page.events.at(-1) ?? last;
       for (const e of page.events) {
         if (out.length >= limit) {
           next = e.seq;
@@ -184,6 +205,7 @@ export class HefestoClient {
       }
       if (page.events.length === 0) next = null;
     }
+    await this.#proofs?.checkRead(streamId, last);
     return { events: out, next };
   }
 
@@ -294,6 +316,7 @@ export class HefestoClient {
         fence: this.#fences.get(streamId),
       },
     );
+    await this.#proofs?.checkReceipt(streamId, res.body.treeHead);
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
   }
 

@@ -1,5 +1,7 @@
 /** Request and response shapes of the Hefesto REST API (see /v1/openapi.json). */
 
+import type { SignedTreeHead } from '../domain/signed-head.js';
+
 /**
  * A JSON value: what payloads, state and effect results are made of.
  *
@@ -53,6 +55,8 @@ export interface AppendResult {
   firstSeq: number;
   lastSeq: number;
   head: { seq: number; hash: string };
+  /** The receipt: the signed tree head after the batch (docs/proofs.md). */
+  treeHead?: SignedTreeHead;
 }
 
 /**
@@ -122,6 +126,8 @@ export type DeltaOp = { op: 'set'; path: string; value: Json } | { op: 'delete';
 export interface CheckpointResult {
   seq: number;
   stateDigest: string;
+  /** The receipt: the signed tree head after the checkpoint. */
+  treeHead?: SignedTreeHead;
 }
 
 /**

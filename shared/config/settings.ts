@@ -28,6 +28,7 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_COMPACT_MAX_STREAMS | 100          | streams visited per run                   |
  * | HEFESTO_COMPACT_MAX_RUN_MS  | 50000        | time budget of one run                    |
  * | HEFESTO_RETENTION_DAYS      | 0            | default TTL of new streams (0 = forever)  |
+ * | HEFESTO_WITNESS_BUCKET      | (none)       | AWS: Object Lock bucket of the witness    |
  */
 
 export type Env = Record<string, string | undefined>;
@@ -45,6 +46,8 @@ export interface Settings {
   compaction: CompactionSettings;
   /** Default retention of new streams, days; 0 = keep forever. */
   retentionDays: number;
+  /** AWS: the witness bucket (Object Lock); embedded mode uses `{dataDir}/witness`. */
+  witnessBucket: string | undefined;
 }
 
 export interface CompactionSettings {
@@ -118,6 +121,7 @@ const EnvSchema = z.object({
   HEFESTO_COMPACT_MAX_STREAMS: integer(1, 100_000, 100),
   HEFESTO_COMPACT_MAX_RUN_MS: integer(100, 3_600_000, 50_000),
   HEFESTO_RETENTION_DAYS: integer(0, 36_500, 0),
+  HEFESTO_WITNESS_BUCKET: text(),
 });
 
 const fail = (problems: string[]): never => {
@@ -158,6 +162,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
       maxRunMs: e.HEFESTO_COMPACT_MAX_RUN_MS,
     },
     retentionDays: e.HEFESTO_RETENTION_DAYS,
+    witnessBucket: e.HEFESTO_WITNESS_BUCKET,
   };
 };
 

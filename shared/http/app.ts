@@ -17,6 +17,7 @@ import { registerDocs } from './routes/docs.js';
 import { effectListRoutes } from './routes/effect-list.js';
 import { effectRoutes } from './routes/effects.js';
 import { keyRoutes } from './routes/keys.js';
+import { proofRoutes } from './routes/proofs.js';
 import { retentionRoutes } from './routes/retention.js';
 import { registerRoot } from './routes/root.js';
 import { stateRoutes } from './routes/state.js';
@@ -61,6 +62,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', retentionRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));
   app.route('/v1', effectListRoutes({ ledger: deps.ledger, keys: deps.keys }));
+  app.route('/v1', proofRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', adminRoutes({ keys: deps.keys, compactor: deps.compactor }));
   registerRoot(app);
   registerConsole(app, deps.assets ?? noStaticAssets);

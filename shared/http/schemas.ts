@@ -4,6 +4,7 @@ import { SCOPES, TENANT_PATTERN } from '../services/keys.js';
 import { parseIdempotencyKey } from './idempotency-key.js';
 import { READ_LIMIT } from './limits.js';
 import { codesOfStatus, errorResponses } from './openapi-errors.js';
+import { SignedTreeHeadSchema } from './proof-schemas.js';
 
 /**
  * The zod schemas of the API: they validate requests and, through @hono/zod-openapi, are the
@@ -121,6 +122,11 @@ export const AppendResult = z
     firstSeq: Seq,
     lastSeq: Seq,
     head: z.object({ seq: Seq, hash: Hash }),
+    treeHead: SignedTreeHeadSchema.optional().openapi({
+      description:
+        'The receipt: the signed tree head just after this batch (a retry answers the original ' +
+        'one). Absent for a stream whose tree the compactor has not built yet.',
+    }),
   })
   .openapi('AppendResult', {
     example: {

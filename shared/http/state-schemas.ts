@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { LABEL_PATTERN } from '../services/labels.js';
+import { SignedTreeHeadSchema } from './proof-schemas.js';
 import { STREAM_ID_PATTERN } from './schemas.js';
 
 /** Schemas of the checkpoint, state and fork routes (validation and OpenAPI in one). */
@@ -75,7 +76,13 @@ export const CheckpointBody = z
   });
 
 export const CheckpointResult = z
-  .object({ seq: Seq, stateDigest: Digest })
+  .object({
+    seq: Seq,
+    stateDigest: Digest,
+    treeHead: SignedTreeHeadSchema.optional().openapi({
+      description: 'The receipt: the signed tree head just after this checkpoint',
+    }),
+  })
   .openapi('CheckpointResult', {
     example: {
       seq: 2,

@@ -1,6 +1,7 @@
 import type { EventInput, SealedEvent } from '../domain/event.js';
 import { payloadJsonOf } from '../domain/event.js';
 import type { SegmentHeader } from '../domain/segment.js';
+import type { HeadSigner } from '../domain/signed-head.js';
 import { DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
@@ -19,6 +20,8 @@ export interface AppendOptions {
   records: RecordStore;
   clock: Clock;
   crash?: CrashHook;
+  /** Signs each append's receipt (the signed tree head after it); none: no receipts. */
+  signer?: HeadSigner;
   /** A same-key request's orphan younger than this is in flight (409). Default 2000 ms. */
   inFlightGraceMs?: number;
   /** How long idempotency records are kept. Default 24 h. */
@@ -130,6 +133,8 @@ export type CommitSegment = Pick<
     deltaSeqs: number[];
     /** Its labelled delta events (commit-extras.ts labelledOf). */
     labelled?: Array<{ seq: number; type: string; payload: () => unknown }>;
+    /** Chain hashes of its events in seq order: the tree's new leaves. */
+    hashes: string[];
     size: number;
     ttlMs?: number;
   };

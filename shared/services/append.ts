@@ -15,8 +15,9 @@ import {
 } from '../domain/errors.js';
 import { genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
 import { decodeSegment, encodeSegment, segmentKey } from '../domain/segment.js';
+import type { SignedTreeHead } from '../domain/signed-head.js';
 import { DELTA_EVENT, EMPTY_STATE_DIGEST } from '../domain/state.js';
-import type { Item, TransactOp } from '../ports/record-store.js';
+import type { Item, JsonValue, TransactOp } from '../ports/record-store.js';
 import {
   type AppendOptions,
   type AppendOutcome,
@@ -43,6 +44,7 @@ import {
 } from './layout.js';
 import { barOrphanWriter, isRefused, markRefused, notRefusedCheck } from './lease-orphans.js';
 import { type Fence, fenceError, isFenced, leaseGuard, leaseKey } from './leases.js';
+import { signTree, treeCommit, treeOf } from './tree-commit.js';
 
 export {
   type AppendOptions,
@@ -74,7 +76,15 @@ export {
  *      If the condition fails, the head moved: the only segment at key(S+1) is ours, so the
  *      head can only have moved by rolling ours forward; we confirm it from the index.
  *      Dies after this step: the append is durable; the retry finds the idempotency record.
- *   4. Answer 201.
+ *   4. Answer 201, with the receipt: the signed tree head after the batch.
+ *
+ * The Merkle tree rides on step 3 (tree-commit.ts): the head update also moves the tree's
+ * frontier and stores the receipt, signed in process before the transaction, which the
+ * idempotency record keeps too, so a retry answers the original receipt. The backfill and the
+ * witness change tree fields under an unchanged seq; a commit that read them before fails its
+ * head condition and commits again on the head as it is now (at most 3 times). A writer whose
+ * batch another writer rolled forward answers the receipt stored with its idempotency record
+ * (or, without a key, a head signed now, whose tree holds the batch).
  *
  * Any segment that does not verify is ErrTamperedLedger; it is never rolled forward. So is a
  * head that is not the chain end (its hash edited: the commit's condition on the index record
@@ -93,7 +103,8 @@ export {
 const isDeleting = (item: unknown): boolean => (item as Item | undefined)?.status === 'deleting';
 
 export class Appender {
-  readonly #o: Required<Omit<AppendOptions, 'crash'>> & Pick<AppendOptions, 'crash'>;
+  readonly #o: Required<Omit<AppendOptions, 'crash' | 'signer'>> &
+    Pick<AppendOptions, 'crash' | 'signer'>;
 
   constructor(options: AppendOptions) {
     this.#o = {
@@ -193,9 +204,11 @@ export class Appender {
         labelled: labelledOf(batch),
         size: body.length,
         ttlMs: req.ttlMs,
+        hashes: events.map((e) => e.hash),
       };
+      let receipt: SignedTreeHead | undefined;
       try {
-        await this.#commit(
+        receipt = await this.#commit(
           req.tenant,
           req.stream,
           commitHead,
@@ -205,9 +218,14 @@ export class Appender {
         );
       } catch (err) {
         await this.#lostCommit(req, ours, commitHead, key, err);
+        receipt = await this.#adoptedReceipt(req, ours);
       }
       crash?.('committed');
-      return { response: responseOf(ours, ours.stateDigest), replayed: false, deltas: ours.deltas };
+      const response = {
+        ...responseOf(ours, ours.stateDigest),
+        ...(receipt && { treeHead: receipt }),
+      };
+      return { response, replayed: false, deltas: ours.deltas };
     }
     throw new UnavailableError(
       `stream ${req.stream} is too contended: ${maxAttempts} head races lost`,
@@ -252,6 +270,24 @@ export class Appender {
       'ErrInternal',
       `segment ${key} lost its head race without being adopted`,
     );
+  }
+
+  /**
+   * The receipt of our batch when another writer committed it for us: the one stored with
+   * our idempotency record, else (no key) the head now, signed now (its tree holds the batch).
+   */
+  async #adoptedReceipt(
+    req: AppendRequest,
+    ours: { lastSeq: number },
+  ): Promise<SignedTreeHead | undefined> {
+    const stored = await this.storedResult(req).catch(() => undefined);
+    if (stored?.response.treeHead) return stored.response.treeHead;
+    const { signer, clock } = this.#o;
+    if (!signer) return undefined;
+    const head = await this.readHead(req.tenant, req.stream);
+    const tree = treeOf(head);
+    if (!tree || head.seq < ours.lastSeq) return undefined;
+    return signTree(signer, { tenant: req.tenant, stream: req.stream, now: clock.now() }, tree);
   }
 
   /** The stored answer for this request's Idempotency-Key, if it was already committed. */
@@ -323,6 +359,7 @@ export class Appender {
       labelled: labelledOf(batch),
       size: stored.body.length,
       ttlMs,
+      hashes: events.map((e) => e.hash),
     };
     if (sameKey) {
       if (header.requestDigest !== req.idempotency?.digest) throw new IdempotencyKeyReusedError();
@@ -331,19 +368,23 @@ export class Appender {
         throw new IdempotencyInProgressError(this.#o.inFlightGraceMs - age);
       }
     }
+    let receipt: SignedTreeHead | undefined;
     try {
       const segment = { ...header, ...effect, ...extra };
       const checks = writer ? [] : [notRefusedCheck(req.tenant, req.stream, header)];
-      await this.#commit(req.tenant, req.stream, head, segment, key, writer, checks);
+      receipt = await this.#commit(req.tenant, req.stream, head, segment, key, writer, checks);
     } catch (err) {
       // Someone else committed first, or the lease moved since we read it: start again.
       if (err instanceof ConflictError || err instanceof FencedError) return undefined;
       if (err instanceof DrainingError) return undefined;
       throw err;
     }
-    return sameKey
-      ? { response: responseOf(header, effect.stateDigest), replayed: true }
-      : undefined;
+    if (!sameKey) return undefined;
+    const response = {
+      ...responseOf(header, effect.stateDigest),
+      ...(receipt && { treeHead: receipt }),
+    };
+    return { response, replayed: true };
   }
 
   /** Our segment in place of one nobody may commit (If-Match: one replacer wins). */
@@ -362,7 +403,10 @@ export class Appender {
     }
   }
 
-  /** Step 3: move the head over one verified segment, with its index and idempotency records. */
+  /**
+   * Step 3: move the head over one verified segment, with its index and idempotency records
+   * and the tree (tree-commit.ts); answers the receipt.
+   */
   async #commit(
     tenant: string,
     stream: string,
@@ -371,9 +415,11 @@ export class Appender {
     objectKey: string,
     fence: Fence,
     checks: TransactOp[] = [],
-  ): Promise<void> {
+    attempt = 0,
+  ): Promise<SignedTreeHead | undefined> {
     const now = this.#o.clock.now();
     const hk = headKey(tenant, stream);
+    const tree = treeCommit(head, { tenant, stream, now, hashes: segment.hashes }, this.#o.signer);
     const extras = commitExtras(this.#o, {
       tenant,
       stream,
@@ -401,6 +447,7 @@ export class Appender {
                 updatedAt: now,
                 ...depth,
                 ...extras.head,
+                ...tree.set,
               },
               ...(segment.stateDepth === undefined && head.stateDepth !== undefined
                 ? { remove: ['stateDepth'] }
@@ -410,6 +457,7 @@ export class Appender {
               { op: 'eq', attr: 'seq', value: head.seq },
               { op: 'eq', attr: 'epoch', value: head.epoch },
               { op: 'attrNotExists', attr: 'status' },
+              ...tree.conditions,
             ],
           }
         : {
@@ -426,6 +474,7 @@ export class Appender {
               updatedAt: now,
               ...depth,
               ...extras.head,
+              ...tree.set,
             },
             conditions: [{ op: 'notExists' }],
           },
@@ -444,6 +493,7 @@ export class Appender {
         conditions: [{ op: 'notExists' }],
       },
       ...extras.ops,
+      ...tree.ops,
     ];
     if (segment.idempotencyKey !== null && segment.requestDigest !== null) {
       // Unconditional: the head condition already makes this commit the only one; an expired
@@ -459,7 +509,10 @@ export class Appender {
           stream,
           digest: segment.requestDigest,
           status: 201,
-          body: { ...responseOf(segment, segment.stateDigest) },
+          body: {
+            ...responseOf(segment, segment.stateDigest),
+            ...(tree.receipt && { treeHead: tree.receipt as unknown as JsonValue }),
+          } as JsonValue,
           createdAt: now,
           ...ttl,
         },
@@ -472,6 +525,7 @@ export class Appender {
     ops.push(leaseGuard(tenant, stream, fence, now));
     try {
       await this.#o.records.transact(ops);
+      return tree.receipt;
     } catch (err) {
       if (err instanceof ConflictError && err.index === ops.length - 1) {
         throw fenceError(err.current as Item | undefined, { ...fence }, now);
@@ -479,6 +533,20 @@ export class Appender {
       const refused = err instanceof ConflictError ? ops[err.index ?? -1] : undefined;
       if (refused && extras.labelPuts.has(refused) && refused.kind === 'put') {
         throw new LabelExistsError(String(refused.item.label));
+      }
+      const moved = err instanceof ConflictError && err.index === 0 && head.exists;
+      const stored = moved ? (err.current as Item | undefined) : undefined;
+      if (
+        stored !== undefined &&
+        attempt < 3 &&
+        stored.seq === head.seq &&
+        stored.epoch === head.epoch &&
+        stored.status === undefined
+      ) {
+        // Same seq and epoch, other tree or witness fields: the backfill or the witness wrote
+        // them after our read (tree-commit.ts). Commit again on the head as it is now.
+        const fresh = await this.readHead(tenant, stream);
+        return this.#commit(tenant, stream, fresh, segment, objectKey, fence, checks, attempt + 1);
       }
       if (!(err instanceof ConflictError) || !anchor || err.index !== ops.indexOf(anchor))
         throw err;
@@ -491,7 +559,7 @@ export class Appender {
         // repair the next append replaces it (isStrandedOrphan).
         throw headMismatch(head, 'the head hash is not the end of the chain');
       }
-      await this.#commit(tenant, stream, current, segment, objectKey, fence, checks);
+      return this.#commit(tenant, stream, current, segment, objectKey, fence, checks, attempt);
     }
   }
 

@@ -9,6 +9,7 @@ import {
 } from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
 import { sha256Hex } from '../domain/hashing.js';
+import type { SignedTreeHead } from '../domain/signed-head.js';
 import {
   applyOps,
   DELTA_EVENT,
@@ -21,6 +22,7 @@ import {
 } from '../domain/state.js';
 import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
+import type { AppendResponse } from './layout.js';
 import type { Reader } from './reader.js';
 import type { StateStore } from './state.js';
 
@@ -73,6 +75,8 @@ export interface CheckpointResult {
   seq: number;
   stateDigest: string;
   replayed: boolean;
+  /** The receipt: the signed tree head after the checkpoint (append.ts). */
+  treeHead?: SignedTreeHead;
 }
 
 export interface ForkRequest {
@@ -178,7 +182,8 @@ export class Checkpointer {
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
-    return { seq: outcome.response.lastSeq, stateDigest, replayed: false };
+    const { treeHead } = outcome.response;
+    return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead };
   }
 
   /** The head's state, for a linear checkpoint (the divergence trap on the head digest). */
@@ -251,8 +256,9 @@ export class Checkpointer {
     } satisfies DeltaPayload;
   }
 
-  #replayed(response: { lastSeq: number; stateDigest?: string }): CheckpointResult {
-    return { seq: response.lastSeq, stateDigest: response.stateDigest ?? '', replayed: true };
+  #replayed(response: AppendResponse): CheckpointResult {
+    const { lastSeq, stateDigest, treeHead } = response;
+    return { seq: lastSeq, stateDigest: stateDigest ?? '', replayed: true, treeHead };
   }
 
   /** A new stream whose state at its start is the source's state at `at`. */

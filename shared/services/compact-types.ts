@@ -16,6 +16,7 @@ import type { StateStore } from './state.js';
 export type CompactStep =
   | 'lease-acquired'
   | 'base-written'
+  | 'tiles-written'
   | 'merge-written'
   | 'merge-published'
   | 'garbage-deleted'
@@ -54,6 +55,13 @@ export interface CompactionStats {
   streamsPruned: number;
   streamsDeleted: number;
   orphansFound: number;
+  /** Tiles of the streams' Merkle trees written (tree-tiles.ts). */
+  tilesWritten: number;
+  /** Streams written before trees that got their tree (the backfill). */
+  treesBackfilled: number;
+  /** Signed tree heads published to the witness, and objects written (witness.ts). */
+  headsWitnessed: number;
+  witnessObjects: number;
 }
 
 export const emptyStats = (): CompactionStats => ({
@@ -70,6 +78,10 @@ export const emptyStats = (): CompactionStats => ({
   streamsPruned: 0,
   streamsDeleted: 0,
   orphansFound: 0,
+  tilesWritten: 0,
+  treesBackfilled: 0,
+  headsWitnessed: 0,
+  witnessObjects: 0,
 });
 
 export interface CompactDeps {

@@ -2,6 +2,7 @@ import { ConflictError, CrashInjectedError } from '../domain/errors.js';
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import type { WitnessStore } from '../ports/witness-store.js';
 import { collectGarbage, sweepOrphans } from './compact-gc.js';
 import { acquireLease, releaseLease } from './compact-lease.js';
 import { mergeStream } from './compact-merge.js';
@@ -12,6 +13,7 @@ import {
   type CompactionStats,
   type CompactLimits,
   emptyStats,
+  pastDeadline,
   readPrefix,
   type Visit,
   visitItem,
@@ -27,7 +29,10 @@ import {
   WORK_SHARDS,
   type WorkItem,
 } from './layout.js';
+import { Reader } from './reader.js';
 import type { StateStore } from './state.js';
+import { writeTreeTiles } from './tree-tiles.js';
+import { publishWitness } from './witness.js';
 
 /**
  * The scheduled compactor: keeps storage bounded and the chain verifiable. One run:
@@ -39,10 +44,13 @@ import type { StateStore } from './state.js';
  *   2. Visits each stream, while time is left, holding its lease (compact-lease.ts; a stream
  *      another compactor holds is left for later). A visit, each step fenced by the lease:
  *      expiry (compact-retention.ts) — an expired stream is deleted and nothing else is done;
- *      missing base snapshots are written; pruning; merges (compact-merge.ts); garbage and
+ *      missing base snapshots are written; the Merkle tree's tiles (and the backfill of a
+ *      stream written before trees; tree-tiles.ts); pruning; merges (compact-merge.ts); garbage and
  *      orphans past their grace are deleted, then the stream is swept for new orphans
  *      (compact-gc.ts). A visit out of time schedules its own continuation.
  *   3. Removes the work item (a marker only if no append re-marked the stream meanwhile).
+ *   4. Publishes the signed heads of the streams that moved since the last run to the
+ *      witness, when it has one (witness.ts).
  * Every step is idempotent and every write is conditional, so a compactor that dies after any
  * step leaves work the next run finds (its work item stays) and completes; two compactors at
  * once never work on the same stream; neither ever changes an event or a hash.
@@ -71,6 +79,10 @@ export interface CompactorOptions {
   /** Told about a stream whose visit failed (the run goes on). */
   onError?: (err: unknown, stream: { tenant: string; stream: string }) => void;
   crash?: CompactCrashHook;
+  /** Where the signed heads of streams that moved are published after each run (witness.ts). */
+  witness?: WitnessStore;
+  /** Told when publishing to the witness failed (the next run publishes again). */
+  onWitnessError?: (err: unknown) => void;
 }
 
 export interface CompactionReport extends CompactionStats {
@@ -85,6 +97,8 @@ export class Compactor {
   readonly #deps: CompactDeps;
   readonly #limits: CompactLimits;
   readonly #o: CompactorOptions & { maxStreams: number; maxRunMs: number };
+  /** Verified segment reads of the tree step. */
+  readonly #reader: Reader;
   #runs = 0;
 
   constructor(options: CompactorOptions) {
@@ -95,6 +109,7 @@ export class Compactor {
       maxRunMs: options.maxRunMs ?? 60_000,
     };
     this.#deps = options;
+    this.#reader = new Reader(options);
     this.#limits = {
       targetBytes: options.targetBytes ?? 4 * 1024 * 1024,
       graceMs,
@@ -143,6 +158,7 @@ export class Compactor {
       await this.#remove(item);
       crash?.('work-removed');
     }
+    await this.#witness(stats);
     return { ...stats, more, durationMs: clock.now() - start };
   }
 
@@ -154,6 +170,21 @@ export class Compactor {
     const outcome = await this.#visit(tenant, stream, start + this.#o.maxRunMs, stats);
     if (outcome === 'busy') stats.busy++;
     return { ...stats, more: outcome !== 'done', durationMs: this.#deps.clock.now() - start };
+  }
+
+  /** 4. The heads of the streams that moved since the last run, to the witness. */
+  async #witness(stats: CompactionStats): Promise<void> {
+    const { witness } = this.#o;
+    if (!witness) return;
+    try {
+      const report = await publishWitness({ ...this.#deps, ids: this.#o.ids, witness });
+      stats.headsWitnessed += report.headsWitnessed;
+      stats.witnessObjects += report.witnessObjects;
+    } catch (err) {
+      if (err instanceof CrashInjectedError) throw err;
+      stats.errors++;
+      this.#o.onWitnessError?.(err);
+    }
   }
 
   async #workItems(now: number): Promise<WorkItem[]> {
@@ -229,12 +260,22 @@ export class Compactor {
 
   async #steps(visit: Visit): Promise<VisitOutcome> {
     const deps = this.#deps;
+    const { crash } = deps;
     const limits = this.#limits;
     const expiry = await expireStream(deps, limits, visit);
     if (expiry === 'deleted') return 'gone';
     if (expiry === 'partial') return 'partial';
     if (expiry === 'waiting') return 'done';
     await this.#writeDueBases(visit);
+    // Tiles before pruning: their leaves come from the segments pruning deletes.
+    const tiles = await writeTreeTiles(
+      { ...deps, reader: this.#reader },
+      { ...visit, outOfTime: () => pastDeadline(deps, visit) },
+    );
+    visit.stats.tilesWritten += tiles.tilesWritten;
+    if (tiles.backfilled) visit.stats.treesBackfilled++;
+    crash?.('tiles-written');
+    if (tiles.partial) return 'partial';
     await pruneStream(deps, visit);
     await cleanUpPruned(deps, limits, visit);
     const before = visit.stats.segmentsWritten;

@@ -20,8 +20,11 @@ import { pad16, streamPk } from './layout.js';
  * `ckpt#` prefix (newest first), its cost proportional to the page.
  */
 
-/** Labels (LangGraph checkpoint ids): 1..128 of these, so no label can form another sk. */
-export const LABEL_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * Labels (LangGraph checkpoint ids): 1..128 of these, so no label can form another sk. A label is a URL path segment (GET .../checkpoints/{label}) too, so it starts with a letter or a
+ * digit: '.' and '..' are dot segments that URL normalization removes before routing.
+ */
+export const LABEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 /** Canonical JSON bytes a checkpoint's `meta` may hold. */
 export const MAX_META_BYTES = 16 * 1024;
 
@@ -64,7 +67,9 @@ interface LabelledPayload {
 
 export const checkLabel = (label: string, what = 'label'): string => {
   if (!LABEL_PATTERN.test(label)) {
-    throw new InvalidInputError(`${what} must be 1..128 characters of A-Z a-z 0-9 . _ : -`);
+    throw new InvalidInputError(
+      `${what} must be 1..128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit`,
+    );
   }
   return label;
 };

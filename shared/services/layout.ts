@@ -1,4 +1,5 @@
 import { sha256 } from '../domain/hashing.js';
+import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { Item, ItemKey } from '../ports/record-store.js';
 
 /**
@@ -124,6 +125,15 @@ export interface HeadRecord {
   stateDepth?: number;
   /** Labelled checkpoints in the stream (records-v2). */
   labels?: number;
+  /** The Merkle tree (docs/records-v2.md, docs/proofs.md): absent on a stream not backfilled. */
+  treeBase?: number;
+  treeSize?: number;
+  /** Right edge of the tree, 64-hex, largest subtree first. */
+  frontier?: string[];
+  /** The signed head at treeSize (the last receipt), which the witness publishes. */
+  treeHead?: SignedTreeHead;
+  /** The stream moved since the witness last published it (its marker is stored). */
+  witPending?: boolean;
 }
 
 /**
@@ -155,6 +165,8 @@ export interface AppendResponse {
   head: { seq: number; hash: string };
   /** State digest after the batch (answers for checkpoint replays). */
   stateDigest?: string;
+  /** The receipt: the signed tree head after the batch (absent: no tree yet, or no signer). */
+  treeHead?: SignedTreeHead;
 }
 
 const num = (item: Item, attr: string): number => {
@@ -186,6 +198,14 @@ export const toHead = (item: Item): HeadRecord => ({
     deletingAt: optNum(item, 'deletingAt'),
     stateDepth: optNum(item, 'stateDepth'),
     labels: optNum(item, 'labels'),
+    treeBase: optNum(item, 'treeBase'),
+    treeSize: optNum(item, 'treeSize'),
+    frontier: Array.isArray(item.frontier) ? (item.frontier as string[]) : undefined,
+    treeHead:
+      typeof item.treeHead === 'object' && item.treeHead !== null
+        ? (item.treeHead as unknown as SignedTreeHead)
+        : undefined,
+    witPending: item.witPending === true ? true : undefined,
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),

@@ -1,6 +1,7 @@
 import { type Clock, type IdSource, randomIds } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import type { KeyRing } from '../ports/signer.js';
 import { Appender, type AppendOptions } from './append.js';
 import { Checkpointer } from './checkpoint.js';
 import { Drainer } from './drain.js';
@@ -9,6 +10,7 @@ import { EffectService } from './effects.js';
 import { CheckpointLabels } from './labels.js';
 import { LeaseService } from './leases.js';
 import { PendingWrites } from './pending-writes.js';
+import { ProofService } from './proofs.js';
 import { Reader } from './reader.js';
 import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
@@ -25,7 +27,9 @@ export interface LedgerDeps {
   ids?: IdSource;
 }
 
-export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps> & {
+export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps | 'signer'> & {
+  /** The deployment's signing keys: receipts, tree heads and `GET /v1/signing-keys`. */
+  signing?: KeyRing;
   /** A base snapshot every K deltas. Default 25. */
   snapshotEvery?: number;
   /** Told when a base snapshot could not be written (the checkpoint still succeeds). */
@@ -54,10 +58,12 @@ export class Ledger {
   readonly streamDeleter: StreamDeleter;
   /** A stream's effects, for the console (effect-list.ts). */
   readonly effectList: EffectList;
+  readonly proofs: ProofService;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
-    const { snapshotEvery, onSnapshotError, ...append } = settings;
-    this.appender = new Appender({ ...deps, ...append, snapshotEvery });
+    const { snapshotEvery, onSnapshotError, signing, ...append } = settings;
+    const signer = signing?.current;
+    this.appender = new Appender({ ...deps, ...append, snapshotEvery, signer });
     this.reader = new Reader(deps);
     this.verifier = new Verifier({ ...deps, reader: this.reader });
     this.repair = new HeadRepair({ ...deps, reader: this.reader });
@@ -74,6 +80,7 @@ export class Ledger {
       onSnapshotError,
     });
     this.retention = new Retention(deps);
+    this.proofs = new ProofService({ ...deps, reader: this.reader, signing });
     this.leases = new LeaseService(deps);
     this.drainer = new Drainer({
       ...deps,

@@ -3,11 +3,12 @@ import { genesisHash } from '../domain/event.js';
 import { EMPTY_STATE_DIGEST } from '../domain/state.js';
 import type { ChainPoint } from '../domain/verify.js';
 import type { Clock } from '../ports/clock.js';
-import type { Item, RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import { type StateEffect, sealedEffect, stateEffect } from './append-model.js';
 import { firstIndexRecord } from './chain-head.js';
 import { type HeadRecord, headKey, snapshotIndexKey, toHead, toSnapshotIndex } from './layout.js';
 import type { Reader } from './reader.js';
+import { extendTree, type TreeState, treeFields, witnessKey } from './tree-commit.js';
 
 /**
  * Operator repair of a stream's chain head (`hefesto repair STREAM`, or
@@ -28,6 +29,11 @@ import type { Reader } from './reader.js';
  * An uncommitted segment at head+1 left by an append that chained on an edited head (its
  * commit refused) is not deleted here: the next append replaces it (isStrandedOrphan in
  * chain-head.ts), so the API never needs to delete objects.
+ *
+ * The Merkle tree is rebuilt with the head when the chain starts at genesis (its frontier
+ * from the verified events; the witness is told the stream moved). After a pruning point the
+ * leaves below it are gone: the head's tree fields are dropped and the compactor's backfill
+ * rebuilds them from the stream's tiles (tree-tiles.ts).
  *
  * Not recovered from segments: retention settings (expiresAt, pruneAfterMs) of a deleted
  * head; set them again with PUT .../retention.
@@ -72,9 +78,12 @@ export class HeadRepair {
     let effect = start.effect;
     let end = start.point;
     let firstTs: number | undefined;
+    const empty: TreeState = { treeBase: 0, treeSize: 0, frontier: [] };
+    let tree: TreeState | undefined;
     await reader.retrying(async () => {
       effect = start.effect;
       end = start.point;
+      tree = start.pruned ? undefined : empty;
       await reader.walk(
         tenant,
         stream,
@@ -83,6 +92,11 @@ export class HeadRepair {
         () => ({}),
         (seg, e) => {
           effect = stateEffect(sealedEffect(seg.events), effect);
+          if (tree)
+            tree = extendTree(
+              tree,
+              seg.events.map((ev) => ev.hash),
+            );
           if (seg.events[0]?.seq === 1) firstTs = seg.events[0].ts;
           end = { seq: e.lastSeq, hash: e.lastHash };
           return true;
@@ -102,7 +116,9 @@ export class HeadRepair {
       ? ['seq', 'hash', 'stateDigest']
       : ['seq', 'hash', 'stateDigest', 'deltas', 'stateSeq'];
     const matches = current !== undefined && compared.every((k) => current[k] === head[k]);
-    if (!matches) await this.#write(tenant, stream, current, head, start, firstTs ?? clock.now());
+    if (!matches) {
+      await this.#write(tenant, stream, current, head, start, firstTs ?? clock.now(), tree);
+    }
     return { repaired: !matches, ...result };
   }
 
@@ -148,28 +164,42 @@ export class HeadRepair {
     head: RepairResult['head'],
     start: ChainStart,
     createdAt: number,
+    tree: TreeState | undefined,
   ): Promise<void> {
     const now = this.#o.clock.now();
     const key = headKey(tenant, stream);
+    const treeSet = tree ? { ...treeFields(tree), witPending: true } : {};
+    const marker: TransactOp = {
+      kind: 'put',
+      item: { ...witnessKey(tenant, stream), tenant, stream },
+    };
+    const ops: TransactOp[] = tree ? [marker] : [];
     try {
       if (current) {
-        await this.#o.records.update(
+        const stale = ['treeBase', 'treeSize', 'frontier', 'treeHead', 'witPending'];
+        ops.unshift({
+          kind: 'update',
           key,
-          { set: { ...head, updatedAt: now } },
-          {
-            conditions: [
-              { op: 'eq', attr: 'seq', value: current.seq },
-              { op: 'eq', attr: 'hash', value: current.hash },
-              { op: 'attrNotExists', attr: 'status' },
-            ],
+          update: {
+            set: { ...head, updatedAt: now, ...treeSet },
+            // A tree signed over the old head no longer fits it (treeHead: a stale receipt).
+            remove: tree ? ['treeHead'] : stale,
           },
-        );
+          conditions: [
+            { op: 'eq', attr: 'seq', value: current.seq },
+            { op: 'eq', attr: 'hash', value: current.hash },
+            { op: 'attrNotExists', attr: 'status' },
+          ],
+        });
+        await this.#o.records.transact(ops);
         return;
       }
       const item: Item = { ...key, ...head, epoch: 0, createdAt, updatedAt: now, pending: 0 };
+      Object.assign(item, treeSet);
       if (start.pruned)
         Object.assign(item, { prunedSeq: start.point.seq, prunedHash: start.point.hash });
-      await this.#o.records.put(item, { conditions: [{ op: 'notExists' }] });
+      ops.unshift({ kind: 'put', item, conditions: [{ op: 'notExists' }] });
+      await this.#o.records.transact(ops);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       throw new ConflictError('the head changed while it was repaired: run the repair again');

@@ -87,6 +87,10 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
       { label: 'has space' },
       { label: 'a#b' },
       { label: 'x'.repeat(129) },
+      // A label is a URL path segment: '.' and '..' would be removed by URL normalization.
+      { label: '.' },
+      { label: '..' },
+      { label: '.hidden' },
       { parentLabel: 'label#1' },
       { meta: { big: 'x'.repeat(17_000) } },
       { baseSeq: -1 },

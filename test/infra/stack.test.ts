@@ -159,7 +159,8 @@ describe('bucket', () => {
   });
 
   it('logs server access to a log bucket in prod, and is retained there', () => {
-    expect(Object.keys(resourcesOf(prod.template, 'AWS::S3::Bucket'))).toHaveLength(2);
+    // Objects, access logs and the witness (infra/witness.ts).
+    expect(Object.keys(resourcesOf(prod.template, 'AWS::S3::Bucket'))).toHaveLength(3);
     prod.template.hasResourceProperties('AWS::S3::Bucket', {
       LoggingConfiguration: Match.objectLike({ LogFilePrefix: 'objects/' }),
     });
@@ -252,6 +253,7 @@ describe('functions', () => {
       ...(compactor as Record<string, string>),
       HEFESTO_BUCKET: 'bucket',
       HEFESTO_TABLE: 'table',
+      HEFESTO_WITNESS_BUCKET: 'witness',
     });
     // The run budget ends before the function times out (2 minutes).
     expect(settings.compaction.maxRunMs).toBe(100_000);

@@ -155,7 +155,7 @@ describe('installable packages', () => {
     it('ships only the SDK, the harness and the domain code they use', () => {
       const files = packageFiles(join(project, 'node_modules/@hefesto/client'));
       const allowed =
-        /^(package\.json|README\.md|cjs\/package\.json|cjs\/vendor\/canonicalize\.cjs|(esm|cjs)\/(shared\/(client|domain)|packages\/client\/src)\/[a-z-]+\.(js|d\.ts))$/;
+        /^(package\.json|README\.md|cjs\/package\.json|cjs\/vendor\/canonicalize\.cjs|(esm|cjs)\/(shared\/(client|domain|domain\/merkle)|packages\/client\/src)\/[a-z-]+\.(js|d\.ts))$/;
       expect(files.filter((f) => !allowed.test(f))).toEqual([]);
       expect(files).toContain('esm/shared/client/harness.js');
       expect(files).toContain('cjs/shared/client/harness.d.ts');

@@ -1,6 +1,6 @@
 /**
  * `@hefesto/client`: the Hefesto SDK (every route, retries, idempotency keys, client-side
- * chain verification) and the durable harness (`resume`: observations recorded and replayed,
+ * chain verification, signed tree heads checked against a persistent trust store) and the durable harness (`resume`: observations recorded and replayed,
  * exactly-once effects, checkpoints, leases).
  *
  * This file is the package's only entry: the sources stay in `shared/client` and
@@ -20,7 +20,17 @@
 
 export * from '../../../shared/client/checkpoint-types.js';
 export * from '../../../shared/client/client.js';
+export * from '../../../shared/client/client-proofs.js';
 export * from '../../../shared/client/errors.js';
 export * from '../../../shared/client/harness.js';
 export type { RetryPolicy } from '../../../shared/client/http.js';
+export * from '../../../shared/client/proofs.js';
+export * from '../../../shared/client/trust-store.js';
+export * from '../../../shared/client/trust-store-file.js';
 export * from '../../../shared/client/types.js';
+export {
+  HeadKeys,
+  type JwkSet,
+  type SignedTreeHead,
+  verifySignedTreeHead,
+} from '../../../shared/domain/signed-head.js';

@@ -52,6 +52,10 @@ const CompactionReport = z
     streamsPruned: int,
     streamsDeleted: int,
     orphansFound: int,
+    tilesWritten: int,
+    treesBackfilled: int,
+    headsWitnessed: int,
+    witnessObjects: int,
     more: z.boolean().openapi({ description: 'Work was left for the next pass' }),
     durationMs: int,
   })

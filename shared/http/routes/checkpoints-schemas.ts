@@ -9,7 +9,10 @@ const Seq = z.number().int().min(0);
 
 export const Label = z
   .string()
-  .regex(LABEL_PATTERN, 'must be 1..128 characters of A-Z a-z 0-9 . _ : -')
+  .regex(
+    LABEL_PATTERN,
+    'must be 1..128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit',
+  )
   .openapi({ example: '1ef4f797-8335-6428-8001-8a1503f9b875' });
 
 export const LabelParams = z.object({
@@ -35,11 +38,11 @@ export const CheckpointLabel = z
   .openapi('CheckpointLabel', {
     example: {
       label: '1ef4f797-8335-6428-8001-8a1503f9b875',
-      seq: 12,
-      stateDigest: '3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f',
+      seq: 7,
+      stateDigest: '3f9a1c0b8e2d4f6a7b5c9d1e0f2a4b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a',
       meta: { source: 'loop', step: 3 },
-      parentLabel: '1ef4f797-8335-6428-8000-1a2b3c4d5e6f',
-      createdAt: 1_764_590_000_000,
+      parentLabel: '1ef4f797-8335-6427-8000-1c2b3a4d5e6f',
+      createdAt: 1764547200000,
     },
   });
 
@@ -64,8 +67,11 @@ export const CheckpointList = z
   })
   .openapi('CheckpointList', {
     example: {
-      checkpoints: [{ label: '1ef4f797-8335-6428-8001-8a1503f9b875', seq: 12, meta: { step: 3 } }],
-      next: null,
+      checkpoints: [
+        { label: '1ef4f797-8335-6428-8001-8a1503f9b875', seq: 7, meta: { step: 3 } },
+        { label: '1ef4f797-8335-6427-8000-1c2b3a4d5e6f', seq: 5, meta: { step: 2 } },
+      ],
+      next: 5,
     },
   });
 
@@ -100,9 +106,8 @@ export const PendingWritesBody = z
   })
   .openapi('PendingWritesRequest', {
     example: {
-      taskId: 'task-1',
-      taskPath: '',
-      writes: [{ idx: 0, channel: 'messages', value: 'hi' }],
+      taskId: '6f1c2b3a-task',
+      writes: [{ idx: 0, channel: 'messages', value: { role: 'ai', content: 'done' } }],
     },
   });
 
@@ -124,7 +129,15 @@ export const PendingWriteList = z
   })
   .openapi('PendingWriteList', {
     example: {
-      writes: [{ taskId: 'task-1', taskPath: '', idx: 0, channel: 'messages', value: 'hi' }],
+      writes: [
+        {
+          taskId: '6f1c2b3a-task',
+          taskPath: '',
+          idx: 0,
+          channel: 'messages',
+          value: { role: 'ai', content: 'done' },
+        },
+      ],
     },
   });
 
@@ -163,12 +176,11 @@ export const StreamListResult = z
   .openapi('StreamList', {
     example: {
       streams: [
-        { streamId: 'run-1', seq: 42, updatedAt: 1_764_590_000_000, lease: null },
         {
-          streamId: 'run-2',
-          seq: 7,
-          updatedAt: 1_764_590_001_000,
-          lease: { owner: 'worker-7', epoch: 2, draining: false, expiresAt: 1_764_590_031_000 },
+          streamId: 'run-2024-06-01.a',
+          seq: 12,
+          updatedAt: 1764547200000,
+          lease: { owner: 'worker-3', epoch: 2, draining: false, expiresAt: 1764547230000 },
         },
       ],
       next: null,

@@ -107,7 +107,8 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       parentLabel: req.parentLabel,
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');
-    return c.json({ seq: result.seq, stateDigest: result.stateDigest }, 201);
+    const receipt = result.treeHead ? { treeHead: result.treeHead } : {};
+    return c.json({ seq: result.seq, stateDigest: result.stateDigest, ...receipt }, 201);
   });
 
   const state = createRoute({

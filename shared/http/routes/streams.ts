@@ -87,8 +87,9 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
       fence: epoch === undefined ? undefined : { epoch, checkpoint: false },
     });
     if (replayed) c.header('Idempotent-Replayed', 'true');
-    const { firstSeq, lastSeq, head } = response;
-    return c.json({ firstSeq, lastSeq, head: { seq: head.seq, hash: head.hash } }, 201);
+    const { firstSeq, lastSeq, head, treeHead } = response;
+    const receipt = treeHead ? { treeHead } : {};
+    return c.json({ firstSeq, lastSeq, head: { seq: head.seq, hash: head.hash }, ...receipt }, 201);
   });
 
   const head = createRoute({

@@ -1,0 +1,171 @@
+import {
+  InvalidInputError,
+  NotFoundError,
+  PrunedError,
+  TamperedLedgerError,
+} from '../domain/errors.js';
+import {
+  type ConsistencyProofJson,
+  consistencyProof,
+  consistencyProofJson,
+  frontierRoot,
+  type InclusionProofJson,
+  inclusionProof,
+  inclusionProofJson,
+  leafIndexOf,
+  treeRoot,
+  verifyConsistency,
+  verifyInclusion,
+} from '../domain/merkle/index.js';
+import type { JwkSet, SignedTreeHead } from '../domain/signed-head.js';
+import type { Clock } from '../ports/clock.js';
+import type { ObjectStore } from '../ports/object-store.js';
+import type { RecordStore } from '../ports/record-store.js';
+import type { KeyRing } from '../ports/signer.js';
+import type { HeadRecord } from './layout.js';
+import type { Reader } from './reader.js';
+import { signTree, type TreeState, treeOf } from './tree-commit.js';
+import {
+  objectTileReader,
+  readTilesRecord,
+  StreamHashSource,
+  segmentLeaves,
+} from './tree-source.js';
+
+/**
+ * Signed tree heads and proofs of one stream (docs/proofs.md): what the routes
+ * `GET /v1/streams/{id}/tree-head`, `.../proofs/inclusion` and `.../proofs/consistency` and
+ * `GET /v1/signing-keys` answer. Every request starts from the head checked against the chain
+ * end, so a head edited to another seq is refused before its tree is used; proofs at the
+ * head's size are checked against the head's own root before they are served (a tampered
+ * tile is ErrTamperedLedger here rather than a proof the client refuses).
+ *
+ * Edges (docs/proofs.md): consistency from 0 or from = to is the empty path; inclusion of a
+ * seq at or below the tree's base or the pruning point is ErrPruned (no event to show);
+ * sizes past the current tree are bad input. A stream written before trees existed has none
+ * until the compactor's backfill: ErrNotFound.
+ */
+
+export interface ProofServiceOptions {
+  objects: ObjectStore;
+  records: RecordStore;
+  reader: Reader;
+  clock: Clock;
+  signing?: KeyRing;
+}
+
+interface Opened {
+  head: HeadRecord;
+  tree: TreeState;
+  source: StreamHashSource;
+}
+
+export class ProofService {
+  readonly #o: ProofServiceOptions;
+
+  constructor(options: ProofServiceOptions) {
+    this.#o = options;
+  }
+
+  /** The published keys, current first (`GET /v1/signing-keys`). */
+  jwks(): JwkSet {
+    return this.#ring().jwks();
+  }
+
+  /** The signed head of the stream's tree now. */
+  async treeHead(tenant: string, stream: string): Promise<SignedTreeHead> {
+    const ring = this.#ring();
+    const { tree } = await this.#open(tenant, stream);
+    return signTree(ring.current, { tenant, stream, now: this.#o.clock.now() }, tree);
+  }
+
+  /** RFC 9162 inclusion proof of event `seq` in the tree of `treeSize` (default: now). */
+  inclusion(
+    tenant: string,
+    stream: string,
+    seq: number,
+    treeSize?: number,
+  ): Promise<InclusionProofJson> {
+    return this.#o.reader.retrying(async () => {
+      const { head, tree, source } = await this.#open(tenant, stream);
+      const size = treeSize ?? tree.treeSize;
+      if (size > tree.treeSize) {
+        throw new InvalidInputError(`treeSize ${size} is past the tree's ${tree.treeSize} leaves`);
+      }
+      const floor = Math.max(tree.treeBase, head.prunedSeq ?? 0);
+      if (seq <= floor) throw new PrunedError(stream, floor);
+      const leafIndex = leafIndexOf(seq, tree.treeBase);
+      if (leafIndex >= size) {
+        throw new InvalidInputError(`seq ${seq} is not in the tree of ${size} leaves`);
+      }
+      const path = await inclusionProof(source, leafIndex, size);
+      if (size === tree.treeSize) {
+        const [leaf] = await source.nodeHashes([{ level: 0, index: leafIndex }]);
+        const root = frontierRoot(tree.frontier, tree.treeSize);
+        if (!leaf || !verifyInclusion(leaf, leafIndex, size, path, root)) {
+          throw new TamperedLedgerError(seq, "the stored tree does not match the head's root");
+        }
+      }
+      return inclusionProofJson(leafIndex, size, path);
+    });
+  }
+
+  /** RFC 9162 consistency proof from tree size `from` to `to` (default: now). */
+  consistency(
+    tenant: string,
+    stream: string,
+    from: number,
+    to?: number,
+  ): Promise<ConsistencyProofJson> {
+    return this.#o.reader.retrying(async () => {
+      const { tree, source } = await this.#open(tenant, stream);
+      const size = to ?? tree.treeSize;
+      if (size > tree.treeSize) {
+        throw new InvalidInputError(`to ${size} is past the tree's ${tree.treeSize} leaves`);
+      }
+      if (from > size) throw new InvalidInputError(`from ${from} must not exceed to ${size}`);
+      const path = await consistencyProof(source, from, size);
+      if (size === tree.treeSize && from > 0 && from < size) {
+        const fromRoot = await treeRoot(source, from);
+        const root = frontierRoot(tree.frontier, tree.treeSize);
+        if (!verifyConsistency(from, size, path, fromRoot, root)) {
+          throw new TamperedLedgerError(
+            tree.treeBase + 1,
+            "the stored tree does not match the head's root",
+          );
+        }
+      }
+      return consistencyProofJson(from, size, path);
+    });
+  }
+
+  #ring(): KeyRing {
+    // As for a stream without a tree: nothing signed to show (a client that trusted a signed
+    // head of the stream before refuses that).
+    if (!this.#o.signing) throw new NotFoundError('this server signs no tree heads');
+    return this.#o.signing;
+  }
+
+  async #open(tenant: string, stream: string): Promise<Opened> {
+    const { reader, records, objects } = this.#o;
+    const head = await reader.checkedHead(tenant, stream);
+    const tree = treeOf(head);
+    if (!tree) {
+      throw new NotFoundError(
+        `stream ${stream} has no Merkle tree yet (written before trees; the compactor builds it)`,
+      );
+    }
+    const tiles = await readTilesRecord(records, tenant, stream);
+    // Tiles of another base belong to a tree this head no longer has: not used.
+    const tiledSize =
+      tiles && tiles.treeBase === tree.treeBase ? Math.min(tiles.size, tree.treeSize) : 0;
+    const at = { tenant, stream, head, treeBase: tree.treeBase };
+    const source = new StreamHashSource({
+      tiles: objectTileReader(objects, tenant, stream),
+      tiledSize,
+      tree,
+      leaves: (start, end) => segmentLeaves(reader, at, start, end),
+    });
+    return { head, tree, source };
+  }
+}
