@@ -251,8 +251,17 @@ describe('console views in Chromium', () => {
 
   it('shows no signed-head or receipt panel when the server publishes no signing keys', async () => {
     await append('run-trust', 2);
-    expect((await w.request('/v1/signing-keys', { key: w.key })).status).toBe(404);
-    const page = await signIn('#/s/run-trust/trust');
+    // The embedded server always signs: this page gets the answer of a server without keys
+    // (GET /v1/signing-keys is 404 there), the rest from the real server.
+    const page = await signIn();
+    await page.route(`${w.base}/v1/signing-keys`, (route) =>
+      route.fulfill({
+        status: 404,
+        contentType: 'application/problem+json',
+        body: JSON.stringify({ status: 404, code: 'ErrNotFound', detail: 'no signing keys' }),
+      }),
+    );
+    await page.goto(`${w.base}/console#/s/run-trust/trust`);
     await page.getByRole('button', { name: 'Verify stream' }).click();
     await page.waitForSelector('.verify-result.ok');
 
