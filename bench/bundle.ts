@@ -11,6 +11,7 @@ import {
   type FunctionName,
   REPO_ROOT,
 } from '../infra/bundling.js';
+import { consoleFootprint } from './bundle-console.js';
 import { printTable } from './harness.js';
 
 /**
@@ -170,6 +171,23 @@ export const runBundleBench = async (): Promise<void> => {
       `Lambda bundles (esbuild, infra/bundling.ts) and cold-start proxy, ${COLD_RUNS} fresh processes`,
       rows,
     );
+    const footprint = await consoleFootprint();
+    const serving = Object.values(footprint.serving).reduce((a, b) => a + b, 0);
+    printTable('The console and the docs in the API bundle (esbuild metafile, minified bytes)', [
+      ...Object.entries(footprint.serving).map(([file, bytes]) => ({
+        part: file,
+        size: kb(bytes),
+      })),
+      {
+        part: 'all console/docs serving code',
+        size: `${kb(serving)} (${((100 * serving) / footprint.total).toFixed(1)}% of ${kb(footprint.total)})`,
+      },
+      {
+        part: 'console build, Swagger UI, jsondiffpatch (served as files)',
+        size:
+          footprint.leaked.length === 0 ? '0 KB: not in the bundle' : footprint.leaked.join(', '),
+      },
+    ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

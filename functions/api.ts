@@ -1,7 +1,9 @@
+import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
 import { handle } from 'hono/aws-lambda';
 import { loadSigningRing, secretsManagerSource } from '../shared/adapters/aws/signing-secret.js';
 import { parseAwsSettings } from '../shared/config/settings.js';
+import { staticDirAssets } from '../shared/http/static-assets.js';
 import { createAwsApp } from './wiring/aws.js';
 
 /**
@@ -10,7 +12,11 @@ import { createAwsApp } from './wiring/aws.js';
  * a message naming the bad variables instead of failing requests one by one. The signing
  * key (HEFESTO_SIGNING_SECRET, a Secrets Manager secret only this function may read) is read
  * once per cold start too, before the first request is served (signing-secret.ts).
+ *
+ * The console's and the docs' files sit in `static/` beside this handler (copied there at
+ * bundling, infra/bundling.ts) and are read on their first request, never at cold start.
  */
+const STATIC_DIR = join(process.env.LAMBDA_TASK_ROOT ?? '.', 'static');
 const settings = parseAwsSettings(process.env);
 type Handler = ReturnType<typeof handle>;
 
@@ -18,7 +24,7 @@ const build = async (): Promise<Handler> => {
   const signing = settings.signingSecret
     ? await loadSigningRing(secretsManagerSource(), settings.signingSecret)
     : undefined;
-  return handle(createAwsApp(settings, signing));
+  return handle(createAwsApp(settings, signing, staticDirAssets(STATIC_DIR)));
 };
 
 // Built once; a failed build (the secret unreadable) is tried again by the next invocation.

@@ -61,6 +61,15 @@ export const cdkBundling = (): BundlingOptions => ({
   sourceMap: BUNDLE.sourcemap,
   mainFields: [...BUNDLE.mainFields],
   externalModules: [...BUNDLE.external],
+  // The console's and the docs' built files beside the handler (functions/api.ts reads them
+  // on first request, never at cold start); absent when `npm run build:console` did not run.
+  commandHooks: {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (inputDir: string, outputDir: string) => [
+      `if [ -d "${inputDir}/dist/static" ]; then cp -R "${inputDir}/dist/static" "${outputDir}/static"; fi`,
+    ],
+  },
 });
 
 /** The same build through the esbuild API (for the bench): one entry, one output file. */

@@ -82,6 +82,8 @@ npx biome check .
 echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
 
+bash console/prepare-test.sh
+
 if [[ " $NODES " == *' 24 '* ]]; then
   echo '[test] Node 24 setup (scripts/node24.sh)' >&2
   t0=$(now)

@@ -7,6 +7,7 @@ import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import type { AwsSettings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
+import { noStaticAssets, type StaticAssets } from '../../shared/http/static-assets.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { KeyRing } from '../../shared/ports/signer.js';
 import { KeyService } from '../../shared/services/keys.js';
@@ -20,7 +21,11 @@ import { compactionLedgerSettings } from './compaction.js';
  * makes one attempt per call. `signing`: the key ring read from the signing secret (once per
  * cold start, functions/api.ts); without it the app serves no tree heads.
  */
-export const createAwsApp = (settings: AwsSettings, signing?: KeyRing): OpenAPIHono<AppEnv> => {
+export const createAwsApp = (
+  settings: AwsSettings,
+  signing?: KeyRing,
+  assets: StaticAssets = noStaticAssets,
+): OpenAPIHono<AppEnv> => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
   const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
@@ -38,5 +43,5 @@ export const createAwsApp = (settings: AwsSettings, signing?: KeyRing): OpenAPIH
     },
   );
   const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
-  return createApp({ ledger, keys, logger, clock, limits: settings.limits });
+  return createApp({ ledger, keys, logger, clock, limits: settings.limits, assets });
 };

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type Logger, pino } from 'pino';
 import {
@@ -13,6 +14,7 @@ import { loadKeyRing } from '../../shared/adapters/local/signing-key-file.js';
 import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
+import { staticDirAssets } from '../../shared/http/static-assets.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { CrashHook } from '../../shared/services/append.js';
 import type { Compactor } from '../../shared/services/compactor.js';
@@ -52,6 +54,9 @@ export interface EmbeddedHooks {
  * on one thread, the durable writer (durable-writer.ts), started here so that the first
  * request does not wait for it.
  */
+/** The console's and the docs' files, as `npm run build:console` leaves them. */
+export const STATIC_DIR = fileURLToPath(new URL('../../dist/static', import.meta.url));
+
 export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): Embedded => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
@@ -94,7 +99,15 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     { objects, records, clock, states: ledger.states, logger, witness },
     settings,
   );
-  const app = createApp({ ledger, keys, logger, clock, limits: settings.limits, compactor });
+  const app = createApp({
+    ledger,
+    keys,
+    logger,
+    clock,
+    limits: settings.limits,
+    compactor,
+    assets: staticDirAssets(STATIC_DIR),
+  });
   return {
     app,
     keys,

@@ -12,7 +12,9 @@ import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
+import { registerConsole } from './routes/console.js';
 import { registerDocs } from './routes/docs.js';
+import { effectListRoutes } from './routes/effect-list.js';
 import { effectRoutes } from './routes/effects.js';
 import { keyRoutes } from './routes/keys.js';
 import { proofRoutes } from './routes/proofs.js';
@@ -22,6 +24,7 @@ import { stateRoutes } from './routes/state.js';
 import { streamDeleteRoutes } from './routes/stream-delete.js';
 import { streamListRoutes } from './routes/stream-list.js';
 import { streamRoutes } from './routes/streams.js';
+import { noStaticAssets, type StaticAssets } from './static-assets.js';
 import { validationHook } from './validation.js';
 
 export interface AppDeps {
@@ -33,6 +36,8 @@ export interface AppDeps {
   limits?: Partial<HttpLimits>;
   /** The server's compactor, for `POST /v1/admin/compact`; without it that route is absent. */
   compactor?: Compactor;
+  /** The console's and the docs' built files (static-assets.ts); without them both are 404. */
+  assets?: StaticAssets;
 }
 
 /**
@@ -56,9 +61,11 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', effectRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', retentionRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));
+  app.route('/v1', effectListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', proofRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', adminRoutes({ keys: deps.keys, compactor: deps.compactor }));
   registerRoot(app);
-  registerDocs(app);
+  registerConsole(app, deps.assets ?? noStaticAssets);
+  registerDocs(app, deps.assets ?? noStaticAssets);
   return app;
 };

@@ -5,6 +5,7 @@ import type { KeyRing } from '../ports/signer.js';
 import { Appender, type AppendOptions } from './append.js';
 import { Checkpointer } from './checkpoint.js';
 import { Drainer } from './drain.js';
+import { EffectList } from './effect-list.js';
 import { EffectService } from './effects.js';
 import { CheckpointLabels } from './labels.js';
 import { LeaseService } from './leases.js';
@@ -55,6 +56,8 @@ export class Ledger {
   readonly pendingWrites: PendingWrites;
   readonly streamList: StreamList;
   readonly streamDeleter: StreamDeleter;
+  /** A stream's effects, for the console (effect-list.ts). */
+  readonly effectList: EffectList;
   readonly proofs: ProofService;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
@@ -91,5 +94,6 @@ export class Ledger {
       appender: this.appender,
       reader: this.reader,
     });
+    this.effectList = new EffectList(deps);
   }
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from './harness.js';
 
@@ -58,15 +59,36 @@ describe.each(STORE_FACTORIES)('docs, health and logs on $name stores', (factory
     });
   });
 
-  it('serves a self-contained HTML docs page at /docs', async () => {
-    const res = await h.request('/docs');
+  it('titles the document with the package version', async () => {
+    const doc = (await (await h.request('/v1/openapi.json')).json()) as {
+      info: { title: string; version: string };
+    };
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    expect(doc.info).toMatchObject({
+      title: 'Hefesto: durable state for AI agents',
+      version: pkg.version,
+    });
+  });
 
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    const html = await res.text();
-    expect(html).toContain('/v1/streams/{streamId}/events');
-    expect(html).toContain('id="schema-Problem"');
-    expect(html).not.toMatch(/<script|<link|src=|https?:\/\//);
+  it('serves /docs and /console with their own strict CSP, assets cached for a year', async () => {
+    const docs = await h.request('/docs');
+    expect(docs.status).toBe(200);
+    expect(docs.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(docs.headers.get('content-security-policy')).not.toContain('unsafe');
+    const html = await docs.text();
+    expect(html).not.toMatch(/https?:\/\//);
+    const bundle = /\/docs\/assets\/(swagger-ui-bundle\.[0-9a-f]+\.js)/.exec(html)?.[1];
+    const asset = await h.request(`/docs/assets/${bundle}`, {
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(asset.headers.get('content-encoding')).toBe('gzip');
+    const page = await h.request('/console');
+    expect(page.headers.get('content-security-policy')).toContain(
+      "require-trusted-types-for 'script'",
+    );
+    expect(page.headers.get('cache-control')).toBe('no-cache');
+    expect((await h.request('/console/assets/..%2Fpackage.json')).status).toBe(400);
   });
 
   it('answers /healthz without a key', async () => {

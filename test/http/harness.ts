@@ -2,12 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { STATIC_DIR } from '../../functions/wiring/embedded.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
 import { createApp } from '../../shared/http/app.js';
 import type { HttpLimits } from '../../shared/http/limits.js';
+import { staticDirAssets } from '../../shared/http/static-assets.js';
 import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
@@ -90,7 +92,8 @@ export const createHarness = (factory: StoreFactory, options: HarnessOptions = {
   const objects = options.wrapObjects?.(stores.objects) ?? stores.objects;
   const ledger = new Ledger({ objects, records: stores.records, clock }, options.ledger);
   const keys = new KeyService({ records: stores.records, clock, rootKey: ROOT_KEY });
-  const app = createApp({ ledger, keys, logger, clock, limits: options.limits });
+  const assets = staticDirAssets(STATIC_DIR);
+  const app = createApp({ ledger, keys, logger, clock, limits: options.limits, assets });
 
   const request = (path: string, init: RequestOptions = {}): Promise<Response> => {
     const headers: Record<string, string> = { ...init.headers };

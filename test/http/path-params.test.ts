@@ -28,6 +28,7 @@ const VALID: Record<string, string> = {
   effectKey: 'pay-1',
   sagaId: 'order-1',
   id: '0123456789abcdef',
+  file: 'index-0123abcd.js',
   label: '1ef4f797-8335-6428-8001-8a1503f9b875',
 };
 

@@ -1,0 +1,134 @@
+/**
+ * The console's only door to Hefesto: the public API, with the key the user signed in with
+ * as a bearer token. The key lives in memory and in this tab's sessionStorage (gone when the
+ * tab closes); it is never put in a URL, a log or localStorage.
+ */
+
+const KEY_SLOT = 'hefesto.console.key';
+
+export interface Problem {
+  status: number;
+  code: string;
+  detail: string;
+  firstBadSeq?: number;
+  [extra: string]: unknown;
+}
+
+export class ApiError extends Error {
+  constructor(readonly problem: Problem) {
+    super(`${problem.code}: ${problem.detail}`);
+    this.name = 'ApiError';
+  }
+  get status(): number {
+    return this.problem.status;
+  }
+  get code(): string {
+    return this.problem.code;
+  }
+}
+
+export interface Principal {
+  tenant: string;
+  scopes: string[];
+  keyId?: string;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+const withQuery = (path: string, query: Query = {}): string => {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query))
+    if (v !== undefined && v !== '') params.set(k, `${v}`);
+  const text = params.toString();
+  return text ? `${path}?${text}` : path;
+};
+
+export class Api {
+  readonly #key: string;
+
+  constructor(key: string) {
+    this.#key = key;
+  }
+
+  async #send<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#key}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : undefined;
+    if (!res.ok) {
+      const p = (parsed ?? {}) as Partial<Problem>;
+      throw new ApiError({
+        ...p,
+        status: res.status,
+        code: p.code ?? `HTTP ${res.status}`,
+        detail: p.detail ?? res.statusText,
+      });
+    }
+    return parsed as T;
+  }
+
+  get<T>(path: string, query?: Query): Promise<T> {
+    return this.#send('GET', withQuery(path, query));
+  }
+
+  post<T>(path: string, body: unknown): Promise<T> {
+    return this.#send('POST', path, body);
+  }
+
+  /** Who this key is; 401 ApiError for a wrong or revoked key. */
+  whoami(): Promise<Principal> {
+    return this.get('/v1/whoami');
+  }
+}
+
+export const stream = (id: string, rest = ''): string =>
+  `/v1/streams/${encodeURIComponent(id)}${rest}`;
+
+export const session = {
+  load: (): string | undefined => sessionStorage.getItem(KEY_SLOT) ?? undefined,
+  save: (key: string): void => sessionStorage.setItem(KEY_SLOT, key),
+  clear: (): void => sessionStorage.removeItem(KEY_SLOT),
+};
+
+export interface StreamHead {
+  streamId: string;
+  seq: number;
+  hash: string;
+  stateDigest: string;
+  deltas: number;
+  stateSeq: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface LedgerEvent {
+  seq: number;
+  ts: number;
+  type: string;
+  payload: unknown;
+  prevHash: string;
+  hash: string;
+}
+
+export interface EventsPage {
+  events: LedgerEvent[];
+  next: number | null;
+}
+
+export interface StreamRow {
+  streamId: string;
+  seq: number;
+  updatedAt: number;
+  lease: { owner: string; epoch: number; draining: boolean; expiresAt: number } | null;
+}
+
+export type VerifyResult =
+  | { ok: true; seq: number; hash: string }
+  | { ok: false; code: string; firstBadSeq: number; object: string; seq: number };

@@ -1,0 +1,97 @@
+import type { LedgerEvent } from '../api.js';
+import { fill, h, summary, time, uid } from '../dom.js';
+import { jsonTree } from '../json-tree.js';
+import type { StreamContext } from './context.js';
+
+/**
+ * The timeline's rows: an event (seq, time, type, a one-line summary, its checkpoint label),
+ * expandable to its payload, hash and prevHash; and the row standing for the first bad seq.
+ */
+
+const labelOf = (event: LedgerEvent): string | undefined => {
+  const label = (event.payload as { label?: unknown } | null)?.label;
+  return event.type === 'hefesto.delta' && typeof label === 'string' ? label : undefined;
+};
+
+export const eventRow = (ctx: StreamContext, event: LedgerEvent, bad: boolean): HTMLElement => {
+  const detailId = uid('ev');
+  const detail = h('div', { id: detailId, class: 'event-detail', hidden: true });
+  const toggle = h(
+    'button',
+    {
+      type: 'button',
+      class: 'event-toggle',
+      'aria-expanded': 'false',
+      'aria-controls': detailId,
+      'aria-label': `Event ${event.seq}, ${event.type}: show details`,
+    },
+    h('span', { class: 'seq' }, event.seq),
+    h('span', { class: 'ts' }, time(event.ts)),
+    h('span', { class: 'type' }, event.type),
+    h('span', { class: 'sum' }, summary(event.payload)),
+  );
+  const label = labelOf(event);
+  toggle.addEventListener('click', () => {
+    const open = toggle.getAttribute('aria-expanded') !== 'true';
+    toggle.setAttribute('aria-expanded', String(open));
+    detail.hidden = !open;
+    if (open && !detail.firstChild) {
+      fill(
+        detail,
+        label ? h('p', {}, 'Checkpoint label: ', h('strong', { class: 'label' }, label)) : null,
+        h('h4', {}, 'Payload'),
+        jsonTree(event.payload, 2),
+        h(
+          'dl',
+          { class: 'hashes' },
+          h('dt', {}, 'hash'),
+          h('dd', {}, h('code', {}, event.hash)),
+          h('dt', {}, 'prevHash'),
+          h('dd', {}, h('code', {}, event.prevHash)),
+        ),
+      );
+      // Where the server signs tree heads: this event's inclusion proof, checked on Trust.
+      void ctx.signingKeys().then((keys) => {
+        if (keys.length === 0) return;
+        detail.append(
+          h(
+            'p',
+            {},
+            h(
+              'a',
+              {
+                class: 'inclusion-link',
+                href: `#/s/${encodeURIComponent(ctx.streamId)}/trust?seq=${event.seq}`,
+              },
+              `Check seq ${event.seq} in the signed tree`,
+            ),
+          ),
+        );
+      });
+    }
+  });
+  return h(
+    'li',
+    { class: bad ? 'event bad' : 'event', 'data-seq': event.seq },
+    toggle,
+    label ? h('span', { class: 'badge' }, `label ${label}`) : null,
+    detail,
+  );
+};
+
+export const badRow = (seq: number): HTMLElement =>
+  h(
+    'li',
+    { class: 'event bad', 'data-seq': seq, role: 'alert' },
+    h(
+      'div',
+      { class: 'event-toggle' },
+      h('span', { class: 'seq' }, seq),
+      h('span', { class: 'type' }, 'first bad seq'),
+      h(
+        'span',
+        { class: 'sum' },
+        `seq ${seq} does not verify (ErrTamperedLedger): reads fail closed from its segment on`,
+      ),
+    ),
+  );
