@@ -115,7 +115,12 @@ describe('a data directory of object layout 1, on the first start of this versio
       const head = await call(e.tenant, base(e.stream));
       expect(head.body, at).toMatchObject({ seq: e.seq, hash: e.hash, stateDigest: e.stateDigest });
       const state = await call(e.tenant, `${base(e.stream)}/state`);
-      expect(state.body, at).toEqual({ seq: e.seq, state: e.state, stateDigest: e.stateDigest });
+      expect(state.body, at).toEqual({
+        seq: e.seq,
+        state: e.state,
+        stateDigest: e.stateDigest,
+        digestVersion: 1,
+      });
       const page = await call(e.tenant, `${base(e.stream)}/events?limit=1000`);
       expect((page.body.events as unknown[]).length, at).toBe(e.events);
       const verify = await call(e.tenant, `${base(e.stream)}/verify`);
