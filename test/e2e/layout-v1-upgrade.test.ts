@@ -112,7 +112,12 @@ describe.each([1, 2])(
           stateDigest: e.stateDigest,
         });
         const state = await call(e.tenant, `${base(e.stream)}/state`);
-        expect(state.body, at).toEqual({ seq: e.seq, state: e.state, stateDigest: e.stateDigest });
+        expect(state.body, at).toEqual({
+          seq: e.seq,
+          state: e.state,
+          stateDigest: e.stateDigest,
+          digestVersion: 1,
+        });
         const page = await call(e.tenant, `${base(e.stream)}/events?limit=1000`);
         expect((page.body.events as unknown[]).length, at).toBe(e.events);
         const verify = await call(e.tenant, `${base(e.stream)}/verify`);
