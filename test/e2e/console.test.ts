@@ -1,6 +1,5 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storedRows } from '../support/local-rows.js';
 import {
   type Browser,
   type ConsoleWorld,
@@ -111,18 +110,18 @@ describe('console in Chromium', () => {
     }));
     for (let i = 0; i < 3; i++)
       await w.request('/v1/streams/run-bad/events', { key: w.key, body: { events } });
-    const files = (dir: string): string[] =>
-      readdirSync(dir).flatMap((n) =>
-        statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : [join(dir, n)],
-      );
-    const segment = files(w.dataDir).find(
-      (f) => f.includes('run-bad') && f.includes('0000000000000011'),
-    );
-    if (!segment) throw new Error('no segment 11');
-    const bytes = readFileSync(segment);
-    const at = bytes.indexOf('m-4');
-    bytes[at + 2] = 'X'.charCodeAt(0); // seq 15's payload
-    writeFileSync(segment, bytes);
+    // Segments are rows of objects.sqlite (object layout 3): edit the row, as one with the disk could.
+    const rows = storedRows(w.dataDir);
+    try {
+      const segment = rows.keys('run-bad').find((k) => k.includes('0000000000000011'));
+      if (!segment) throw new Error('no segment 11');
+      const bytes = Buffer.from(rows.read(segment));
+      const at = bytes.indexOf('m-4');
+      bytes[at + 2] = 'X'.charCodeAt(0); // seq 15's payload
+      rows.write(segment, bytes);
+    } finally {
+      rows.close();
+    }
 
     const page = await signIn(w.key);
     await page.goto(`${w.base}/console#/s/run-bad`);
