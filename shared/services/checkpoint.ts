@@ -7,7 +7,6 @@ import {
   SeqConflictError,
   StreamExistsError,
 } from '../domain/errors.js';
-import { genesisHash } from '../domain/event.js';
 import { sha256Hex } from '../domain/hashing.js';
 import {
   applyOps,
@@ -275,16 +274,15 @@ export class Checkpointer {
     const target = await appender.readHead(req.tenant, stream);
     if (target.exists && target.seq > 0) throw new StreamExistsError(stream);
     const origin = await states.hydrate(req.tenant, req.source, req.at);
-    const snapshotKey = await states.writeSnapshotObject(req.tenant, stream, {
-      seq: 0,
-      hash: genesisHash(req.tenant, stream),
+    const written = await states.writeForkOrigin(req.tenant, stream, {
+      source: req.source,
+      state: origin.state,
       stateDigest: origin.stateDigest,
-      stateJson: canonicalJson(origin.state),
     });
     const payload: ForkPayload = {
       source: { streamId: req.source, seq: origin.seq, hash: origin.hash },
       stateDigest: origin.stateDigest,
-      snapshotKey,
+      ...written.fields,
     };
     try {
       const outcome = await appender.append({
@@ -294,6 +292,7 @@ export class Checkpointer {
         expectedSeq: 0,
         idempotency: req.idempotency,
       });
+      await written.confirm();
       return this.#forkResult(req, outcome.response, payload.source, outcome.replayed);
     } catch (err) {
       if (err instanceof SeqConflictError) throw new StreamExistsError(stream);

@@ -5,9 +5,14 @@ import {
   PrunedError,
   TamperedLedgerError,
 } from '../domain/errors.js';
-import type { LedgerEvent } from '../domain/event.js';
+import { genesisHash, type LedgerEvent } from '../domain/event.js';
 import { sha256Hex } from '../domain/hashing.js';
-import { decodeSnapshot, encodeSnapshot, snapshotKey } from '../domain/snapshot.js';
+import {
+  decodeAnySnapshot,
+  encodeSnapshot,
+  type StateRootRef,
+  snapshotKey,
+} from '../domain/snapshot.js';
 import {
   applyOps,
   DELTA_EVENT,
@@ -17,8 +22,10 @@ import {
   type ForkPayload,
   type JsonObject,
 } from '../domain/state.js';
+import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import { ChunkStore } from './chunk-store.js';
 import {
   baseDueKey,
   SNAPSHOT_INDEX_PREFIX,
@@ -28,6 +35,7 @@ import {
   toSnapshotIndex,
 } from './layout.js';
 import type { Reader } from './reader.js';
+import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
 
 /**
  * Hydration: the state of a stream at any seq, from one base snapshot and the events after it.
@@ -67,15 +75,43 @@ export interface StateStoreOptions {
   reader: Reader;
   /** A base snapshot every K deltas. Default 25. */
   snapshotEvery?: number;
+  clock?: Clock;
+  /** The tenant chunk store (shared with the compactor's GC); one is made when absent. */
+  chunks?: ChunkStore;
+  /** How new base snapshots and fork origins are stored. Default 'chunks' (snapshots v2). */
+  snapshotEncoding?: 'chunks' | 'jcs';
+  /** Test hook: throw from it to die after a step of a snapshot v2 write. */
+  snapshotCrash?: SnapshotCrashHook;
 }
 
 const digestOf = (state: JsonObject) => sha256Hex(canonicalJson(state));
 
+type Options = Required<Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock'>>;
+
 export class StateStore {
-  readonly #o: Required<StateStoreOptions>;
+  readonly #o: Options;
+  /** Snapshots v2: chunks of the tenant, reference records, the chunk cache. */
+  readonly snapshots: ChunkSnapshots;
 
   constructor(options: StateStoreOptions) {
-    this.#o = { ...options, snapshotEvery: options.snapshotEvery ?? 25 };
+    this.#o = {
+      ...options,
+      snapshotEvery: options.snapshotEvery ?? 25,
+      snapshotEncoding: options.snapshotEncoding ?? 'chunks',
+    };
+    const chunks =
+      options.chunks ??
+      new ChunkStore({ ...options, clock: options.clock ?? { now: () => Date.now() } });
+    this.snapshots = new ChunkSnapshots(
+      chunks,
+      options.objects,
+      options.records,
+      options.snapshotCrash,
+    );
+  }
+
+  get chunks(): ChunkStore {
+    return this.snapshots.chunks;
   }
 
   get snapshotEvery(): number {
@@ -107,6 +143,11 @@ export class StateStore {
     stream: string,
     at: { seq: number; hash: string; stateDigest: string; stateJson: string; deltas?: number },
   ): Promise<string> {
+    if (this.#o.snapshotEncoding === 'chunks') {
+      const { stateJson, ...rest } = at;
+      const state = JSON.parse(stateJson) as JsonObject;
+      return (await this.snapshots.writeBase(tenant, stream, { ...rest, state })).key;
+    }
     const key = await this.writeSnapshotObject(tenant, stream, at);
     await this.#o.records.put({
       ...snapshotIndexKey(tenant, stream, at.seq),
@@ -146,7 +187,9 @@ export class StateStore {
     const stored = await this.#o.objects.get(objectKey);
     if (!stored)
       throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
-    return decodeSnapshot(stored.body, { tenant, stream, ...expect });
+    const decoded = decodeAnySnapshot(stored.body, { tenant, stream, ...expect });
+    if ('state' in decoded) return decoded;
+    return { state: await this.snapshots.readRoot(tenant, stream, decoded.root, expect) };
   }
 
   /** The latest indexed base snapshot at or before `seq`, if any. */
@@ -265,6 +308,39 @@ export class StateStore {
     return { state: at.state, digest: at.stateDigest, depth: at.depth };
   }
 
+  /**
+   * The origin of a fork, stored before its fork event: snapshots v2 put the fork's
+   * reference and the chunks not already stored (none when the state is a stored base), and
+   * answer the root for the payload; `confirm` runs after the fork event is appended (a
+   * reference the GC reaped meanwhile, as a crashed writer's, is put back with its chunks).
+   * v1 encoding: a snapshot object under the new stream.
+   */
+  async writeForkOrigin(
+    tenant: string,
+    stream: string,
+    origin: { source: string; state: JsonObject; stateDigest: string },
+  ): Promise<{
+    fields: { root: StateRootRef } | { snapshotKey: string };
+    confirm(): Promise<void>;
+  }> {
+    if (this.#o.snapshotEncoding !== 'chunks') {
+      const snapshotKey = await this.writeSnapshotObject(tenant, stream, {
+        seq: 0,
+        hash: genesisHash(tenant, stream),
+        stateDigest: origin.stateDigest,
+        stateJson: canonicalJson(origin.state),
+      });
+      return { fields: { snapshotKey }, confirm: async () => {} };
+    }
+    const holder = { stream, kind: 'fork' as const, id: 0 };
+    const stored = await this.snapshots.storeState(tenant, holder, origin.state, origin.source);
+    const confirm = async () => {
+      if (await this.chunks.getRef(tenant, holder)) return;
+      await this.snapshots.storeState(tenant, holder, stored.tree, '\u0000none');
+    };
+    return { fields: { root: stored.root }, confirm };
+  }
+
   /** Where a forked stream came from (its first event), verified like any read. */
   async forkOrigin(tenant: string, stream: string): Promise<ForkPayload['source']> {
     const [first] = (await this.#o.reader.readEvents(tenant, stream, { from: 1, limit: 1 })).events;
@@ -297,6 +373,13 @@ export class StateStore {
     const payload = event.payload as unknown as ForkPayload;
     if (event.seq !== 1)
       throw new TamperedLedgerError(event.seq, 'a fork event can only open a stream');
+    if (payload.root !== undefined) {
+      const expect = { seq: 1, stateDigest: payload.stateDigest };
+      const state = await this.snapshots.readRoot(tenant, stream, payload.root, expect);
+      return { state, digest: payload.stateDigest };
+    }
+    if (typeof payload.snapshotKey !== 'string')
+      throw new TamperedLedgerError(1, 'the fork event names no origin');
     const snapshot = await this.#loadSnapshot(tenant, stream, payload.snapshotKey, {
       seq: 0,
       stateDigest: payload.stateDigest,
