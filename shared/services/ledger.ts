@@ -11,7 +11,7 @@ import { PendingWrites } from './pending-writes.js';
 import { Reader } from './reader.js';
 import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
-import { StateStore } from './state.js';
+import { StateStore, type StateStoreOptions } from './state.js';
 import { StreamDeleter } from './stream-delete.js';
 import { StreamList } from './stream-list.js';
 import { Verifier } from './verifier.js';
@@ -29,7 +29,7 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps> & {
   snapshotEvery?: number;
   /** Told when a base snapshot could not be written (the checkpoint still succeeds). */
   onSnapshotError?: (err: unknown) => void;
-};
+} & Pick<StateStoreOptions, 'snapshotEncoding' | 'snapshotCrash' | 'chunks'>;
 
 /**
  * The ledger services over one pair of stores: appends, reads, verification (of the chain,
@@ -53,12 +53,20 @@ export class Ledger {
   readonly streamDeleter: StreamDeleter;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
-    const { snapshotEvery, onSnapshotError, ...append } = settings;
+    const { snapshotEvery, onSnapshotError, snapshotEncoding, snapshotCrash, chunks, ...append } =
+      settings;
     this.appender = new Appender({ ...deps, ...append, snapshotEvery });
     this.reader = new Reader(deps);
     this.verifier = new Verifier({ ...deps, reader: this.reader });
     this.repair = new HeadRepair({ ...deps, reader: this.reader });
-    this.states = new StateStore({ ...deps, reader: this.reader, snapshotEvery });
+    this.states = new StateStore({
+      ...deps,
+      reader: this.reader,
+      snapshotEvery,
+      snapshotEncoding,
+      snapshotCrash,
+      chunks,
+    });
     this.labels = new CheckpointLabels(deps.records);
     this.pendingWrites = new PendingWrites({ ...deps, reader: this.reader });
     this.streamList = new StreamList(deps);
