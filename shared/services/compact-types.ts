@@ -54,6 +54,8 @@ export interface CompactionStats {
   streamsPruned: number;
   streamsDeleted: number;
   orphansFound: number;
+  /** Chunks the tenant chunk GC deleted (chunk-gc.ts). */
+  chunksDeleted: number;
 }
 
 export const emptyStats = (): CompactionStats => ({
@@ -70,6 +72,7 @@ export const emptyStats = (): CompactionStats => ({
   streamsPruned: 0,
   streamsDeleted: 0,
   orphansFound: 0,
+  chunksDeleted: 0,
 });
 
 export interface CompactDeps {

@@ -2,6 +2,7 @@ import { ConflictError, CrashInjectedError } from '../domain/errors.js';
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import { CHUNK_GC_DUE_PK, ChunkCollector, type ChunkGcStep } from './chunk-gc.js';
 import { collectGarbage, sweepOrphans } from './compact-gc.js';
 import { acquireLease, releaseLease } from './compact-lease.js';
 import { mergeStream } from './compact-merge.js';
@@ -71,6 +72,8 @@ export interface CompactorOptions {
   /** Told about a stream whose visit failed (the run goes on). */
   onError?: (err: unknown, stream: { tenant: string; stream: string }) => void;
   crash?: CompactCrashHook;
+  /** Test hook: throw from it to die after a step of the tenant chunk GC (chunk-gc.ts). */
+  chunkCrash?: (step: ChunkGcStep) => void;
 }
 
 export interface CompactionReport extends CompactionStats {
@@ -86,6 +89,7 @@ export class Compactor {
   readonly #limits: CompactLimits;
   readonly #o: CompactorOptions & { maxStreams: number; maxRunMs: number };
   #runs = 0;
+  readonly chunkGc: ChunkCollector;
 
   constructor(options: CompactorOptions) {
     const graceMs = options.graceMs ?? 600_000;
@@ -101,6 +105,29 @@ export class Compactor {
       leaseMs: options.leaseMs ?? Math.floor(graceMs / 4),
       maxInputs: options.maxInputs ?? 96,
     };
+    this.chunkGc = new ChunkCollector({
+      ...options,
+      chunks: options.states.chunks,
+      graceMs,
+      leaseMs: this.#limits.leaseMs,
+      crash: options.chunkCrash,
+    });
+  }
+
+  /**
+   * 4. The chunk GC of every tenant whose visit is due (a reference was released, or a
+   * condemned list has waited its grace): one step each (chunk-gc.ts).
+   */
+  async #collectChunks(stats: CompactionStats, deadline: number): Promise<boolean> {
+    const { records, clock } = this.#deps;
+    const page = await records.query(CHUNK_GC_DUE_PK, { limit: this.#o.maxStreams });
+    for (const item of page.items) {
+      if (Number(item.dueAt) > clock.now()) continue;
+      if (clock.now() >= deadline) return true;
+      const report = await this.chunkGc.run(item.sk);
+      stats.chunksDeleted += report.deleted;
+    }
+    return page.next !== undefined;
   }
 
   /** One bounded pass; the report is what the run's one log line says. */
@@ -143,6 +170,7 @@ export class Compactor {
       await this.#remove(item);
       crash?.('work-removed');
     }
+    if (await this.#collectChunks(stats, deadline)) more = true;
     return { ...stats, more, durationMs: clock.now() - start };
   }
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
@@ -16,6 +16,9 @@ import { choiceArb, deltaFor, stateArb } from '../unit/state-v2-arbitraries.js';
  * of a tenant and never by two tenants; hydration reads them concurrently through a chunk
  * cache and verifies each one.
  */
+
+// Megabytes of state through the emulators on a shared machine.
+vi.setConfig({ testTimeout: 240_000 });
 
 const T = 'acme';
 
@@ -114,10 +117,10 @@ describe.each(allStores.filter((f) => f.enabled))('snapshots v2 on $name', (fact
 
   it('hydrates through a bounded, verified chunk cache', async () => {
     const { ledger } = meteredLedger(stores, { snapshotEvery: 1 });
-    await put(ledger, 'big', [{ op: 'set', path: '/m', value: messages(2000) }]);
+    await put(ledger, 'big', [{ op: 'set', path: '/m', value: messages(600) }]);
     const reader = meteredLedger(stores, { snapshotEvery: 1 });
     const cold = await reader.ledger.states.hydrate(T, 'big');
-    expect((cold.state.m as unknown[]).length).toBe(2000);
+    expect((cold.state.m as unknown[]).length).toBe(600);
     const chunks = (await keysUnder(stores.objects, chunkPrefix(T))).length;
     expect(reader.metered.m.chunkGets).toBe(chunks);
     expect(reader.metered.m.maxInFlight).toBeGreaterThan(1);
