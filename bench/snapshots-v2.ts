@@ -23,7 +23,7 @@ import {
   makeS3Client,
 } from '../test/support/aws.js';
 import { meteredObjects } from '../test/support/chunk-world.js';
-import { agentState, message } from './agent-workload.js';
+import { agentState, message, typicalTurn } from './agent-workload.js';
 import { printTable } from './harness.js';
 import { type LangGraphTurn, storeWithLangGraph } from './langgraph.js';
 
@@ -186,8 +186,12 @@ const bigStream = async (objects: ObjectStore, records: RecordStore) => {
     { snapshotEvery: 1 },
   );
   const state = agentState(5 * 2 ** 20, 100);
+  // The seed, then two typical turns: the head is a base (written with only the chunks those
+  // turns changed) and the chain end a small segment, as in a stream that has been running.
   await checkpointAll(ledger, 'big', [
     Object.entries(state).map(([k, v]) => ({ op: 'set', path: `/${k}`, value: v }) as DeltaOp),
+    typicalTurn(1),
+    typicalTurn(2),
   ]);
   return { ledger, size: canonicalJson(state).length };
 };
@@ -197,7 +201,7 @@ const fork = async () => {
   const records = new MemoryRecordStore();
   const { ledger, size } = await bigStream(metered.store, records);
   metered.reset();
-  await ledger.checkpoints.fork({ tenant: T, source: 'big', at: 1, newStreamId: 'fork' });
+  await ledger.checkpoints.fork({ tenant: T, source: 'big', at: 3, newStreamId: 'fork' });
   const chunkPuts = metered.putKeys.filter((k) => k.startsWith(chunkPrefix(T))).length;
   printTable('Snapshots v2: a fork of a 5 MiB state', [
     {

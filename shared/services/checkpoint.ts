@@ -22,6 +22,7 @@ import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
 import type { Reader } from './reader.js';
 import type { StateStore } from './state.js';
+import { hasRefs } from './values.js';
 
 /**
  * Delta checkpoints and forks.
@@ -150,7 +151,11 @@ export class Checkpointer {
     }
     const linear = req.baseSeq === undefined || req.baseSeq === head.stateSeq;
     const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
-    const next = applyOps(from.state, req.ops);
+    // Values set by ref: read from the tenant's chunks, held by the stream before the commit.
+    const ops = hasRefs(req.ops)
+      ? await states.values.resolve(req.tenant, req.ops, { hold: req.stream })
+      : req.ops;
+    const next = applyOps(from.state, ops);
     const stateJson = canonicalJson(next);
     const stateDigest = sha256Hex(stateJson);
     if (req.stateDigest !== undefined && req.stateDigest !== stateDigest) {
@@ -231,6 +236,7 @@ export class Checkpointer {
   #payload(req: CheckpointRequest, stateDigest: string, baseDepth: number, deltasAfter: number) {
     const v1: DeltaPayload = { ops: req.ops, baseDigest: req.baseDigest, stateDigest };
     const v2 =
+      hasRefs(req.ops) ||
       req.baseSeq !== undefined ||
       req.label !== undefined ||
       req.meta !== undefined ||

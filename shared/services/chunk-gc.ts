@@ -5,6 +5,7 @@ import type { Item, RecordStore } from '../ports/record-store.js';
 import { type ChunkStore, childrenOf, chunkGcKey, chunkKey, chunkPrefix } from './chunk-store.js';
 import { IO_CONCURRENCY, mapLimit } from './compact-types.js';
 import { headKey, pad16, snapshotIndexKey } from './layout.js';
+import { UPLOAD_STREAM } from './values.js';
 
 /**
  * Chunk garbage collection of one tenant, by references (docs/state-v2.md, "Chunk GC"). A
@@ -39,6 +40,8 @@ export interface ChunkGcOptions {
   graceMs: number;
   leaseMs: number;
   crash?: (step: ChunkGcStep) => void;
+  /** How long an uploaded chunk waits for a checkpoint that references it. Default 1 day. */
+  uploadTtlMs?: number;
 }
 
 export interface ChunkGcReport {
@@ -240,7 +243,10 @@ export class ChunkCollector {
       const head = await this.o.records.get(headKey(tenant, stream));
       return head !== undefined && num(head.seq) >= 1;
     }
-    return true;
+    if (stream === UPLOAD_STREAM) {
+      return num(ref.createdAt) + (this.o.uploadTtlMs ?? 86_400_000) > this.o.clock.now();
+    }
+    return (await this.o.records.get(headKey(tenant, stream))) !== undefined;
   }
 
   async #reap(ref: Item): Promise<void> {

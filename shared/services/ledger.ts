@@ -29,7 +29,7 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps> & {
   snapshotEvery?: number;
   /** Told when a base snapshot could not be written (the checkpoint still succeeds). */
   onSnapshotError?: (err: unknown) => void;
-} & Pick<StateStoreOptions, 'snapshotEncoding' | 'snapshotCrash' | 'chunks'>;
+} & Pick<StateStoreOptions, 'snapshotEncoding' | 'snapshotCrash' | 'chunks' | 'maxValueBytes'>;
 
 /**
  * The ledger services over one pair of stores: appends, reads, verification (of the chain,
@@ -53,8 +53,15 @@ export class Ledger {
   readonly streamDeleter: StreamDeleter;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
-    const { snapshotEvery, onSnapshotError, snapshotEncoding, snapshotCrash, chunks, ...append } =
-      settings;
+    const {
+      snapshotEvery,
+      onSnapshotError,
+      snapshotEncoding,
+      snapshotCrash,
+      chunks,
+      maxValueBytes,
+      ...append
+    } = settings;
     this.appender = new Appender({ ...deps, ...append, snapshotEvery });
     this.reader = new Reader(deps);
     this.verifier = new Verifier({ ...deps, reader: this.reader });
@@ -66,6 +73,7 @@ export class Ledger {
       snapshotEncoding,
       snapshotCrash,
       chunks,
+      maxValueBytes,
     });
     this.labels = new CheckpointLabels(deps.records);
     this.pendingWrites = new PendingWrites({ ...deps, reader: this.reader });

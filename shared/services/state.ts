@@ -36,6 +36,7 @@ import {
 } from './layout.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
+import { hasRefs, ValueStore } from './values.js';
 
 /**
  * Hydration: the state of a stream at any seq, from one base snapshot and the events after it.
@@ -80,18 +81,24 @@ export interface StateStoreOptions {
   chunks?: ChunkStore;
   /** How new base snapshots and fork origins are stored. Default 'chunks' (snapshots v2). */
   snapshotEncoding?: 'chunks' | 'jcs';
+  /** Largest value a checkpoint may set by ref (docs/state-v2.md). Default 64 MiB. */
+  maxValueBytes?: number;
   /** Test hook: throw from it to die after a step of a snapshot v2 write. */
   snapshotCrash?: SnapshotCrashHook;
 }
 
 const digestOf = (state: JsonObject) => sha256Hex(canonicalJson(state));
 
-type Options = Required<Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock'>>;
+type Options = Required<
+  Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes'>
+>;
 
 export class StateStore {
   readonly #o: Options;
   /** Snapshots v2: chunks of the tenant, reference records, the chunk cache. */
   readonly snapshots: ChunkSnapshots;
+  /** Large values: uploaded chunks, and the refs of deltas resolved from them. */
+  readonly values: ValueStore;
 
   constructor(options: StateStoreOptions) {
     this.#o = {
@@ -108,6 +115,7 @@ export class StateStore {
       options.records,
       options.snapshotCrash,
     );
+    this.values = new ValueStore(chunks, options.objects, options.maxValueBytes);
   }
 
   get chunks(): ChunkStore {
@@ -260,7 +268,7 @@ export class StateStore {
           if (payload.baseSeq !== undefined && payload.baseSeq !== stateSeq) {
             ({ state, digest, depth } = await this.#baseOf(tenant, stream, payload.baseSeq, head));
           }
-          state = this.#applyDelta(event, state, digest);
+          state = await this.#applyDelta(tenant, event, state, digest);
           digest = payload.stateDigest;
           depth = typeof payload.depth === 'number' ? payload.depth : depth + 1;
           stateSeq = event.seq;
@@ -348,7 +356,12 @@ export class StateStore {
     return (first.payload as unknown as ForkPayload).source;
   }
 
-  #applyDelta(event: LedgerEvent, state: JsonObject, digest: string): JsonObject {
+  async #applyDelta(
+    tenant: string,
+    event: LedgerEvent,
+    state: JsonObject,
+    digest: string,
+  ): Promise<JsonObject> {
     const payload = event.payload as unknown as DeltaPayload;
     if (payload.baseDigest !== digest) {
       throw new DivergenceError(
@@ -357,7 +370,11 @@ export class StateStore {
         digest,
       );
     }
-    const next = applyOps(state, payload.ops);
+    // Values set by ref come from the tenant's chunks, verified (a missing one is tampering).
+    const ops = hasRefs(payload.ops)
+      ? await this.values.resolve(tenant, payload.ops, { seq: event.seq })
+      : payload.ops;
+    const next = applyOps(state, ops);
     const recomputed = digestOf(next);
     if (recomputed !== payload.stateDigest) {
       throw new DivergenceError(
