@@ -24,7 +24,9 @@ const ChunkParams = z.object({
     .openapi({ param: { name: 'hash', in: 'path' }, description: "The chunk's v2 hash, hex" }),
 });
 
-const ChunkStored = z.object({ hash: z.string(), size: z.number().int() }).openapi('ChunkStored');
+const ChunkStored = z.object({ hash: z.string(), size: z.number().int() }).openapi('ChunkStored', {
+  example: { hash: '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327', size: 4 },
+});
 
 /** Raw bytes, at most one chunk: 415 for another type, 413 past the limit (before reading). */
 const chunkBody: MiddlewareHandler<AppEnv> = (() => {
