@@ -159,7 +159,7 @@ export class ChunkSnapshots {
       canonical: false,
     });
     const state = tree.state;
-    if (sha256Hex(canonicalJson(state)) !== expect.stateDigest) {
+    if (tree.size !== root.size || sha256Hex(canonicalJson(state)) !== expect.stateDigest) {
       throw new TamperedLedgerError(
         Math.max(1, expect.seq),
         'snapshot chunks do not hold the state its digest names',

@@ -52,6 +52,7 @@ const CompactionReport = z
     streamsPruned: int,
     streamsDeleted: int,
     orphansFound: int,
+    chunksDeleted: int.openapi({ description: 'Chunks the tenant chunk GC deleted' }),
     more: z.boolean().openapi({ description: 'Work was left for the next pass' }),
     durationMs: int,
   })

@@ -16,11 +16,12 @@ export interface ChunkRoutesDeps {
 }
 
 const OCTETS = 'application/octet-stream';
+const HASH = /^[0-9a-f]{64}$/;
 
 const ChunkParams = z.object({
   hash: z
     .string()
-    .regex(/^[0-9a-f]{64}$/)
+    .regex(HASH)
     .openapi({ param: { name: 'hash', in: 'path' }, description: "The chunk's v2 hash, hex" }),
 });
 
@@ -37,6 +38,8 @@ const chunkBody: MiddlewareHandler<AppEnv> = (() => {
     },
   });
   return async (c, next) => {
+    // A bad {hash} is the validator's 400, whatever the body.
+    if (!HASH.test(c.req.param('hash') ?? '')) return next();
     const type = c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase();
     if (type !== OCTETS) throw new UnsupportedMediaTypeError(`a chunk is sent as ${OCTETS}`);
     await limit(c, next);
