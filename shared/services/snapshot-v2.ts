@@ -98,6 +98,26 @@ export class ChunkSnapshots {
     return { tree, root, chunkBytes, count: list.length };
   }
 
+  /**
+   * A fork's origin: its reference and the chunks not already stored (none when the state
+   * is a base the forking process read), the root for the fork payload, and `confirm` for
+   * after the fork event is appended (a reference the GC reaped meanwhile, as a dead writer's,
+   * is put back and every chunk put again).
+   */
+  async writeForkOrigin(
+    tenant: string,
+    stream: string,
+    origin: { source: string; state: JsonObject },
+  ): Promise<{ fields: { root: StateRootRef }; confirm(): Promise<void> }> {
+    const holder = { stream, kind: 'fork' as const, id: 0 };
+    const stored = await this.storeState(tenant, holder, origin.state, origin.source);
+    const confirm = async () => {
+      if (await this.chunks.getRef(tenant, holder)) return;
+      await this.storeState(tenant, holder, stored.tree, '\u0000none');
+    };
+    return { fields: { root: stored.root }, confirm };
+  }
+
   /** A base snapshot v2 at `at.seq` (steps 1-4 above). */
   async writeBase(
     tenant: string,

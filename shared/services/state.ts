@@ -340,13 +340,7 @@ export class StateStore {
       });
       return { fields: { snapshotKey }, confirm: async () => {} };
     }
-    const holder = { stream, kind: 'fork' as const, id: 0 };
-    const stored = await this.snapshots.storeState(tenant, holder, origin.state, origin.source);
-    const confirm = async () => {
-      if (await this.chunks.getRef(tenant, holder)) return;
-      await this.snapshots.storeState(tenant, holder, stored.tree, '\u0000none');
-    };
-    return { fields: { root: stored.root }, confirm };
+    return this.snapshots.writeForkOrigin(tenant, stream, origin);
   }
 
   /** Where a forked stream came from (its first event), verified like any read. */
