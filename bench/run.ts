@@ -10,6 +10,7 @@ import { runMigrationBench } from './migration.js';
 import { runProofsDomainBench } from './proofs-domain.js';
 import { runProofsServiceBench } from './proofs-service.js';
 import { runResumeBench } from './resume.js';
+import { runSnapshotsV2Bench } from './snapshots-v2.js';
 import { runStateV2Bench } from './state-v2.js';
 
 /** `npm run bench`: every benchmark of the project, printed as Markdown tables. */
@@ -19,6 +20,7 @@ await runHttpBench();
 await runCheckpointBench();
 await runStateV2Bench();
 await runCheckpointV2Bench();
+await runSnapshotsV2Bench();
 await runResumeBench();
 await runMigrationBench();
 await runBundleBench();

@@ -124,6 +124,98 @@ export const decodeSnapshot = (bytes: Uint8Array, expect: SnapshotExpectation): 
   return { header: h, state: tree.state, merkle: tree };
 };
 
+/**
+ * Snapshot format v2 (docs/state-v2.md, "Snapshots v2"): the same magic with format byte 2
+ * and a header naming the state's root chunk instead of a body. The state is stored as
+ * content-addressed chunks under the tenant (shared/services/chunk-store.ts); the header's
+ * `stateDigest` stays the stream's digest (v1 today), checked after the chunks are read.
+ *
+ *   8 bytes  "HEFSNAP" + u8 2
+ *   u32      len(header), then the header as canonical JSON:
+ *            {format: 2, tenant, stream, seq, hash, stateDigest, encoding: "chunks", root}
+ */
+export const SNAPSHOT_FORMAT_CHUNKS = 2;
+const MAGIC_V2 = Buffer.from('HEFSNAP\x02', 'latin1');
+
+export interface StateRootRef {
+  format: 'hefesto.state';
+  v: 2;
+  digest: string;
+  size: number;
+}
+
+export interface ChunkSnapshotHeader extends Omit<SnapshotHeader, 'format' | 'encoding'> {
+  format: 2;
+  encoding: 'chunks';
+  root: StateRootRef;
+}
+
+export const encodeChunkSnapshot = (
+  header: Omit<ChunkSnapshotHeader, 'format' | 'encoding'>,
+): Buffer => {
+  const head = Buffer.from(
+    canonicalJson({ ...header, format: SNAPSHOT_FORMAT_CHUNKS, encoding: 'chunks' } as never),
+    'utf8',
+  );
+  const buf = Buffer.allocUnsafe(MAGIC_V2.length + 4 + head.length);
+  MAGIC_V2.copy(buf, 0);
+  buf.writeUInt32BE(head.length, MAGIC_V2.length);
+  head.copy(buf, MAGIC_V2.length + 4);
+  return buf;
+};
+
+export const isRootRef = (v: unknown): v is StateRootRef => {
+  const r = v as Partial<StateRootRef> | null;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    r.format === 'hefesto.state' &&
+    r.v === 2 &&
+    isHexHash(r.digest) &&
+    Number.isSafeInteger(r.size) &&
+    (r.size as number) >= 2
+  );
+};
+
+/**
+ * A stored snapshot of either format: v1 carries the state, v2 the root of its chunks (the
+ * caller reads them and checks the state against `expect.stateDigest`). Fails closed.
+ */
+export const decodeAnySnapshot = (
+  bytes: Uint8Array,
+  expect: SnapshotExpectation,
+): Snapshot | { header: ChunkSnapshotHeader; root: StateRootRef } => {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf.length < MAGIC_V2.length + 4 || !buf.subarray(0, MAGIC_V2.length).equals(MAGIC_V2)) {
+    return decodeSnapshot(bytes, expect);
+  }
+  const fail = (why: string): never => {
+    throw new TamperedLedgerError(Math.max(1, expect.seq), `snapshot ${why}`);
+  };
+  const end = MAGIC_V2.length + 4 + buf.readUInt32BE(MAGIC_V2.length);
+  if (end !== buf.length) fail('header does not fill the object');
+  let h: ChunkSnapshotHeader | undefined;
+  try {
+    h = JSON.parse(buf.toString('utf8', MAGIC_V2.length + 4, end)) as ChunkSnapshotHeader;
+  } catch {
+    fail('header is not JSON');
+  }
+  const header = h as ChunkSnapshotHeader;
+  if (header.format !== SNAPSHOT_FORMAT_CHUNKS || header.encoding !== 'chunks')
+    fail('has an unknown format or encoding');
+  if (!isRootRef(header.root)) fail('names no state root');
+  if (
+    header.tenant !== expect.tenant ||
+    header.stream !== expect.stream ||
+    header.seq !== expect.seq
+  )
+    fail('names another stream or seq');
+  if (!isHexHash(header.hash) || header.stateDigest !== expect.stateDigest)
+    fail('names another state');
+  if (expect.hash !== undefined && header.hash !== expect.hash) fail('names another chain hash');
+  return { header, root: header.root };
+};
+
 /** Key of a snapshot object; the digest in the key keeps racing writers (forks) apart. */
 export const snapshotKey = (
   tenant: string,

@@ -42,7 +42,10 @@ export interface DeltaPayload {
 export interface ForkPayload {
   source: { streamId: string; seq: number; hash: string };
   stateDigest: string;
-  snapshotKey: string;
+  /** v1 origin: a snapshot object under the new stream. */
+  snapshotKey?: string;
+  /** Snapshots v2: the root of the origin state's chunks (docs/state-v2.md). */
+  root?: { format: 'hefesto.state'; v: 2; digest: string; size: number };
   /** 2 on every fork written since state v2 (a fork is a v2 stream); absent: v1. */
   digestVersion?: 2;
 }

@@ -12,6 +12,7 @@ import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
+import { chunkRoutes } from './routes/chunks.js';
 import { registerConsole } from './routes/console.js';
 import { registerDocs } from './routes/docs.js';
 import { effectListRoutes } from './routes/effect-list.js';
@@ -58,6 +59,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', checkpointRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', streamListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', streamDeleteRoutes({ ledger: deps.ledger, keys: deps.keys }));
+  app.route('/v1', chunkRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', effectRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', retentionRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', keyRoutes({ keys: deps.keys, limits }));

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { MAX_VALUE_BYTES } from '../domain/state-v2/index.js';
 import { LABEL_PATTERN } from '../services/labels.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
 import { STREAM_ID_PATTERN } from './schemas.js';
@@ -16,16 +17,30 @@ const Pointer = z
   .max(1024)
   .openapi({ example: '/messages/-' });
 
+/** A value uploaded as chunks first (PUT /v1/chunks/{hash}), set by its v2 hash. */
+const ValueRef = z
+  .strictObject({
+    hash: z.string().regex(/^[0-9a-f]{64}$/),
+    size: z.number().int().min(1).max(MAX_VALUE_BYTES),
+  })
+  .openapi('ValueRef', {
+    description:
+      "A large value by reference: its v2 hash (its root chunk's key) and its canonical size in bytes (docs/state-v2.md, Large values)",
+  });
+
 export const DeltaOpSchema = z
   .discriminatedUnion('op', [
-    z.strictObject({
-      op: z.literal('set'),
-      path: Pointer,
-      value: z
-        .unknown()
-        .refine((v) => v !== undefined, 'value is required')
-        .openapi({ description: 'Any JSON value' }),
-    }),
+    z
+      .strictObject({
+        op: z.literal('set'),
+        path: Pointer,
+        value: z.unknown().optional().openapi({ description: 'Any JSON value' }),
+        ref: ValueRef.optional(),
+      })
+      .refine(
+        (o) => (o.value !== undefined) !== (o.ref !== undefined),
+        'a set takes exactly one of value and ref',
+      ),
     z.strictObject({ op: z.literal('delete'), path: Pointer }),
   ])
   .openapi('DeltaOp');

@@ -1,5 +1,4 @@
 import type { JsonValue } from '../domain/canonical.js';
-import { canonicalJson } from '../domain/canonical.js';
 import {
   DivergenceError,
   InvalidInputError,
@@ -7,7 +6,6 @@ import {
   SeqConflictError,
   StreamExistsError,
 } from '../domain/errors.js';
-import { genesisHash } from '../domain/event.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import {
   DELTA_EVENT,
@@ -27,6 +25,7 @@ import type { CheckpointLabels } from './labels.js';
 import type { AppendResponse } from './layout.js';
 import type { Reader } from './reader.js';
 import type { StateStore } from './state.js';
+import { hasRefs } from './values.js';
 import { WorkingState } from './working-state.js';
 
 /**
@@ -164,7 +163,11 @@ export class Checkpointer {
     }
     const linear = req.baseSeq === undefined || req.baseSeq === head.stateSeq;
     const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
-    const next = from.state.apply(req.ops);
+    // Values set by ref: read from the tenant's chunks, held by the stream before the commit.
+    const ops = hasRefs(req.ops)
+      ? await states.values.resolve(req.tenant, req.ops, { hold: req.stream })
+      : req.ops;
+    const next = from.state.apply(ops);
     const stateDigest = next.digest;
     if (req.stateDigest !== undefined && req.stateDigest !== stateDigest) {
       throw new DivergenceError('stateDigest is not what the ops yield', head.seq + 1, stateDigest);
@@ -250,6 +253,7 @@ export class Checkpointer {
   #payload(req: CheckpointRequest, stateDigest: string, baseDepth: number, deltasAfter: number) {
     const v1: DeltaPayload = { ops: req.ops, baseDigest: req.baseDigest, stateDigest };
     const v2 =
+      hasRefs(req.ops) ||
       req.baseSeq !== undefined ||
       req.label !== undefined ||
       req.meta !== undefined ||
@@ -300,17 +304,15 @@ export class Checkpointer {
       origin.working.version === version
         ? origin.stateDigest
         : digestOfState(origin.state, version);
-    const snapshotKey = await states.writeSnapshotObject(req.tenant, stream, {
-      seq: 0,
-      hash: genesisHash(req.tenant, stream),
+    const written = await states.writeForkOrigin(req.tenant, stream, {
+      source: req.source,
+      state: origin.state,
       stateDigest,
-      stateJson: canonicalJson(origin.state),
-      digestVersion: version,
     });
     const payload: ForkPayload = {
       source: { streamId: req.source, seq: origin.seq, hash: origin.hash },
       stateDigest,
-      snapshotKey,
+      ...written.fields,
       digestVersion: version,
     };
     try {
@@ -321,6 +323,7 @@ export class Checkpointer {
         expectedSeq: 0,
         idempotency: req.idempotency,
       });
+      await written.confirm();
       return this.#forkResult(req, outcome.response, payload.source, outcome.replayed);
     } catch (err) {
       if (err instanceof SeqConflictError) throw new StreamExistsError(stream);

@@ -1,6 +1,7 @@
 import { ConflictError } from '../domain/errors.js';
 import { decodeSegment } from '../domain/segment.js';
 import type { Item, TransactOp } from '../ports/record-store.js';
+import { releaseRefs } from './chunk-gc.js';
 import {
   type CompactDeps,
   type CompactLimits,
@@ -125,6 +126,8 @@ export const expireStream = async (
     after = page.next;
   } while (after !== undefined);
   deps.crash?.('stream-records-deleted');
+  // Its chunk references (bases, fork origin): the tenant's GC deletes what nothing else reaches.
+  await releaseRefs({ ...deps, chunks: deps.states.chunks }, tenant, stream);
 
   await records.transact([
     {
@@ -260,5 +263,12 @@ export const cleanUpPruned = async (
       visitAt(visit, visit.gcDueAt),
     ]);
   }
+  // References of the bases below the pruning point, and of a fork's origin, go with them.
+  await releaseRefs(
+    { ...deps, chunks: deps.states.chunks },
+    tenant,
+    stream,
+    (kind, id) => kind === 'fork' || (kind === 'base' && Number(id) < floor),
+  );
   deps.crash?.('prune-cleaned');
 };

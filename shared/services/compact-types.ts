@@ -62,6 +62,8 @@ export interface CompactionStats {
   /** Signed tree heads published to the witness, and objects written (witness.ts). */
   headsWitnessed: number;
   witnessObjects: number;
+  /** Chunks the tenant chunk GC deleted (chunk-gc.ts). */
+  chunksDeleted: number;
 }
 
 export const emptyStats = (): CompactionStats => ({
@@ -82,6 +84,7 @@ export const emptyStats = (): CompactionStats => ({
   treesBackfilled: 0,
   headsWitnessed: 0,
   witnessObjects: 0,
+  chunksDeleted: 0,
 });
 
 export interface CompactDeps {

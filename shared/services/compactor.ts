@@ -3,6 +3,7 @@ import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { WitnessStore } from '../ports/witness-store.js';
+import { CHUNK_GC_DUE_PK, ChunkCollector, type ChunkGcStep } from './chunk-gc.js';
 import { collectGarbage, sweepOrphans } from './compact-gc.js';
 import { acquireLease, releaseLease } from './compact-lease.js';
 import { mergeStream } from './compact-merge.js';
@@ -83,6 +84,8 @@ export interface CompactorOptions {
   witness?: WitnessStore;
   /** Told when publishing to the witness failed (the next run publishes again). */
   onWitnessError?: (err: unknown) => void;
+  /** Test hook: throw from it to die after a step of the tenant chunk GC (chunk-gc.ts). */
+  chunkCrash?: (step: ChunkGcStep) => void;
 }
 
 export interface CompactionReport extends CompactionStats {
@@ -100,6 +103,7 @@ export class Compactor {
   /** Verified segment reads of the tree step. */
   readonly #reader: Reader;
   #runs = 0;
+  readonly chunkGc: ChunkCollector;
 
   constructor(options: CompactorOptions) {
     const graceMs = options.graceMs ?? 600_000;
@@ -116,6 +120,29 @@ export class Compactor {
       leaseMs: options.leaseMs ?? Math.floor(graceMs / 4),
       maxInputs: options.maxInputs ?? 96,
     };
+    this.chunkGc = new ChunkCollector({
+      ...options,
+      chunks: options.states.chunks,
+      graceMs,
+      leaseMs: this.#limits.leaseMs,
+      crash: options.chunkCrash,
+    });
+  }
+
+  /**
+   * 4. The chunk GC of every tenant whose visit is due (a reference was released, or a
+   * condemned list has waited its grace): one step each (chunk-gc.ts).
+   */
+  async #collectChunks(stats: CompactionStats, deadline: number): Promise<boolean> {
+    const { records, clock } = this.#deps;
+    const page = await records.query(CHUNK_GC_DUE_PK, { limit: this.#o.maxStreams });
+    for (const item of page.items) {
+      if (Number(item.dueAt) > clock.now()) continue;
+      if (clock.now() >= deadline) return true;
+      const report = await this.chunkGc.run(item.sk);
+      stats.chunksDeleted += report.deleted;
+    }
+    return page.next !== undefined;
   }
 
   /** One bounded pass; the report is what the run's one log line says. */
@@ -158,6 +185,7 @@ export class Compactor {
       await this.#remove(item);
       crash?.('work-removed');
     }
+    if (await this.#collectChunks(stats, deadline)) more = true;
     await this.#witness(stats);
     return { ...stats, more, durationMs: clock.now() - start };
   }

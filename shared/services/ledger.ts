@@ -14,7 +14,7 @@ import { ProofService } from './proofs.js';
 import { Reader } from './reader.js';
 import { HeadRepair } from './repair.js';
 import { Retention } from './retention.js';
-import { StateStore } from './state.js';
+import { StateStore, type StateStoreOptions } from './state.js';
 import { StreamDeleter } from './stream-delete.js';
 import { StreamList } from './stream-list.js';
 import { Verifier } from './verifier.js';
@@ -34,7 +34,7 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps | 'signer'> & 
   snapshotEvery?: number;
   /** Told when a base snapshot could not be written (the checkpoint still succeeds). */
   onSnapshotError?: (err: unknown) => void;
-};
+} & Pick<StateStoreOptions, 'snapshotEncoding' | 'snapshotCrash' | 'chunks' | 'maxValueBytes'>;
 
 /**
  * The ledger services over one pair of stores: appends, reads, verification (of the chain,
@@ -61,13 +61,30 @@ export class Ledger {
   readonly proofs: ProofService;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
-    const { snapshotEvery, onSnapshotError, signing, ...append } = settings;
+    const {
+      snapshotEvery,
+      onSnapshotError,
+      snapshotEncoding,
+      snapshotCrash,
+      chunks,
+      maxValueBytes,
+      signing,
+      ...append
+    } = settings;
     const signer = signing?.current;
     this.appender = new Appender({ ...deps, ...append, snapshotEvery, signer });
     this.reader = new Reader(deps);
     this.verifier = new Verifier({ ...deps, reader: this.reader });
     this.repair = new HeadRepair({ ...deps, reader: this.reader });
-    this.states = new StateStore({ ...deps, reader: this.reader, snapshotEvery });
+    this.states = new StateStore({
+      ...deps,
+      reader: this.reader,
+      snapshotEvery,
+      snapshotEncoding,
+      snapshotCrash,
+      chunks,
+      maxValueBytes,
+    });
     this.labels = new CheckpointLabels(deps.records);
     this.pendingWrites = new PendingWrites({ ...deps, reader: this.reader });
     this.streamList = new StreamList(deps);

@@ -1,11 +1,17 @@
+import { canonicalJson } from '../domain/canonical.js';
 import {
   DivergenceError,
   InvalidInputError,
   PrunedError,
   TamperedLedgerError,
 } from '../domain/errors.js';
-import type { LedgerEvent } from '../domain/event.js';
-import { decodeSnapshot, encodeSnapshot, snapshotKey } from '../domain/snapshot.js';
+import { genesisHash, type LedgerEvent } from '../domain/event.js';
+import {
+  decodeAnySnapshot,
+  encodeSnapshot,
+  type StateRootRef,
+  snapshotKey,
+} from '../domain/snapshot.js';
 import {
   DELTA_EVENT,
   type DeltaPayload,
@@ -14,8 +20,10 @@ import {
   type JsonObject,
 } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
+import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import { ChunkStore } from './chunk-store.js';
 import {
   baseDueKey,
   SNAPSHOT_INDEX_PREFIX,
@@ -25,6 +33,8 @@ import {
   toSnapshotIndex,
 } from './layout.js';
 import type { Reader } from './reader.js';
+import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
+import { hasRefs, ValueStore } from './values.js';
 import { WorkingState } from './working-state.js';
 
 /**
@@ -83,13 +93,48 @@ export interface StateStoreOptions {
   reader: Reader;
   /** A base snapshot every K deltas. Default 25. */
   snapshotEvery?: number;
+  clock?: Clock;
+  /** The tenant chunk store (shared with the compactor's GC); one is made when absent. */
+  chunks?: ChunkStore;
+  /** How new base snapshots and fork origins are stored. Default 'chunks' (snapshots v2). */
+  snapshotEncoding?: 'chunks' | 'jcs';
+  /** Largest value a checkpoint may set by ref (docs/state-v2.md). Default 64 MiB. */
+  maxValueBytes?: number;
+  /** Test hook: throw from it to die after a step of a snapshot v2 write. */
+  snapshotCrash?: SnapshotCrashHook;
 }
 
+type Options = Required<
+  Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes'>
+>;
+
 export class StateStore {
-  readonly #o: Required<StateStoreOptions>;
+  readonly #o: Options;
+  /** Snapshots v2: chunks of the tenant, reference records, the chunk cache. */
+  readonly snapshots: ChunkSnapshots;
+  /** Large values: uploaded chunks, and the refs of deltas resolved from them. */
+  readonly values: ValueStore;
 
   constructor(options: StateStoreOptions) {
-    this.#o = { ...options, snapshotEvery: options.snapshotEvery ?? 25 };
+    this.#o = {
+      ...options,
+      snapshotEvery: options.snapshotEvery ?? 25,
+      snapshotEncoding: options.snapshotEncoding ?? 'chunks',
+    };
+    const chunks =
+      options.chunks ??
+      new ChunkStore({ ...options, clock: options.clock ?? { now: () => Date.now() } });
+    this.snapshots = new ChunkSnapshots(
+      chunks,
+      options.objects,
+      options.records,
+      options.snapshotCrash,
+    );
+    this.values = new ValueStore(chunks, options.objects, options.maxValueBytes);
+  }
+
+  get chunks(): ChunkStore {
+    return this.snapshots.chunks;
   }
 
   get snapshotEvery(): number {
@@ -124,6 +169,11 @@ export class StateStore {
     stream: string,
     at: SnapshotAt & { deltas?: number },
   ): Promise<string> {
+    if (this.#o.snapshotEncoding === 'chunks') {
+      const { stateJson, ...rest } = at;
+      const state = JSON.parse(stateJson) as JsonObject;
+      return (await this.snapshots.writeBase(tenant, stream, { ...rest, state })).key;
+    }
     const key = await this.writeSnapshotObject(tenant, stream, at);
     await this.#o.records.put({
       ...snapshotIndexKey(tenant, stream, at.seq),
@@ -165,11 +215,29 @@ export class StateStore {
     const stored = await this.#o.objects.get(objectKey);
     if (!stored)
       throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
-    const snapshot = decodeSnapshot(stored.body, { tenant, stream, ...expect });
-    const working = snapshot.merkle
-      ? WorkingState.ofTree(snapshot.merkle)
-      : WorkingState.of(snapshot.state, 1, expect.stateDigest);
-    return { ...snapshot, working };
+    const decoded = decodeAnySnapshot(stored.body, { tenant, stream, ...expect });
+    if ('state' in decoded) {
+      const working = decoded.merkle
+        ? WorkingState.ofTree(decoded.merkle)
+        : WorkingState.of(decoded.state, 1, expect.stateDigest);
+      return { ...decoded, working };
+    }
+    return this.#readRoot(tenant, stream, decoded.root, expect);
+  }
+
+  /** A snapshot v2 root's state, verified against the digest of the stream's version. */
+  async #readRoot(
+    tenant: string,
+    stream: string,
+    root: StateRootRef,
+    expect: { seq: number; stateDigest: string; digestVersion: DigestVersion },
+  ) {
+    const read = await this.snapshots.readRoot(tenant, stream, root, expect);
+    const working =
+      expect.digestVersion === 2
+        ? WorkingState.ofTree(read.tree)
+        : WorkingState.of(read.state, 1, expect.stateDigest);
+    return { state: read.state, working };
   }
 
   /** The latest indexed base snapshot at or before `seq`, if any. */
@@ -244,7 +312,7 @@ export class StateStore {
           if (payload.baseSeq !== undefined && payload.baseSeq !== stateSeq) {
             ({ state, digest, depth } = await this.#baseOf(tenant, stream, payload.baseSeq, head));
           }
-          state = this.#applyDelta(event, state, digest);
+          state = await this.#applyDelta(tenant, event, state, digest);
           digest = payload.stateDigest;
           depth = typeof payload.depth === 'number' ? payload.depth : depth + 1;
           stateSeq = event.seq;
@@ -296,6 +364,34 @@ export class StateStore {
     return { state: at.working, digest: at.stateDigest, depth: at.depth };
   }
 
+  /**
+   * The origin of a fork, stored before its fork event: snapshots v2 put the fork's
+   * reference and the chunks not already stored (none when the state is a stored base), and
+   * answer the root for the payload; `confirm` runs after the fork event is appended (a
+   * reference the GC reaped meanwhile, as a crashed writer's, is put back with its chunks).
+   * v1 encoding: a snapshot object under the new stream.
+   */
+  async writeForkOrigin(
+    tenant: string,
+    stream: string,
+    origin: { source: string; state: JsonObject; stateDigest: string },
+  ): Promise<{
+    fields: { root: StateRootRef } | { snapshotKey: string };
+    confirm(): Promise<void>;
+  }> {
+    if (this.#o.snapshotEncoding !== 'chunks') {
+      const snapshotKey = await this.writeSnapshotObject(tenant, stream, {
+        seq: 0,
+        hash: genesisHash(tenant, stream),
+        stateDigest: origin.stateDigest,
+        stateJson: canonicalJson(origin.state),
+        digestVersion: 2, // a fork is a v2 stream
+      });
+      return { fields: { snapshotKey }, confirm: async () => {} };
+    }
+    return this.snapshots.writeForkOrigin(tenant, stream, origin);
+  }
+
   /** Where a forked stream came from (its first event), verified like any read. */
   async forkOrigin(tenant: string, stream: string): Promise<ForkPayload['source']> {
     const [first] = (await this.#o.reader.readEvents(tenant, stream, { from: 1, limit: 1 })).events;
@@ -303,7 +399,12 @@ export class StateStore {
     return (first.payload as unknown as ForkPayload).source;
   }
 
-  #applyDelta(event: LedgerEvent, state: WorkingState, digest: string): WorkingState {
+  async #applyDelta(
+    tenant: string,
+    event: LedgerEvent,
+    state: WorkingState,
+    digest: string,
+  ): Promise<WorkingState> {
     const payload = event.payload as unknown as DeltaPayload;
     if (payload.baseDigest !== digest) {
       throw new DivergenceError(
@@ -312,7 +413,11 @@ export class StateStore {
         digest,
       );
     }
-    const next = state.apply(payload.ops);
+    // Values set by ref come from the tenant's chunks, verified (a missing one is tampering).
+    const ops = hasRefs(payload.ops)
+      ? await this.values.resolve(tenant, payload.ops, { seq: event.seq })
+      : payload.ops;
+    const next = state.apply(ops);
     if (next.digest !== payload.stateDigest) {
       throw new DivergenceError(
         `state after seq ${event.seq} does not match its recorded digest`,
@@ -327,6 +432,13 @@ export class StateStore {
     const payload = event.payload as unknown as ForkPayload;
     if (event.seq !== 1)
       throw new TamperedLedgerError(event.seq, 'a fork event can only open a stream');
+    if (payload.root !== undefined) {
+      const expect = { seq: 1, stateDigest: payload.stateDigest, digestVersion: version };
+      const read = await this.#readRoot(tenant, stream, payload.root, expect);
+      return { state: read.working, digest: payload.stateDigest };
+    }
+    if (typeof payload.snapshotKey !== 'string')
+      throw new TamperedLedgerError(1, 'the fork event names no origin');
     const snapshot = await this.#loadSnapshot(tenant, stream, payload.snapshotKey, {
       seq: 0,
       stateDigest: payload.stateDigest,

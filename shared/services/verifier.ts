@@ -1,11 +1,12 @@
 import { TamperedLedgerError } from '../domain/errors.js';
 import { genesisHash, payloadJsonOf, type SealedEvent } from '../domain/event.js';
 import type { DecodeOptions } from '../domain/segment.js';
-import { decodeSnapshot } from '../domain/snapshot.js';
+import { decodeAnySnapshot, type SnapshotExpectation } from '../domain/snapshot.js';
 import { FORK_EVENT, type ForkPayload } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import { ChunkStore } from './chunk-store.js';
 import { mapLimit } from './compact-types.js';
 import {
   type SegmentIndexRecord,
@@ -16,6 +17,7 @@ import {
   toSnapshotIndex,
 } from './layout.js';
 import type { Reader } from './reader.js';
+import { ChunkSnapshots } from './snapshot-v2.js';
 import { objectOf, type TamperedObject, TamperedObjectError } from './tampered.js';
 
 /**
@@ -56,6 +58,18 @@ export interface VerifierOptions {
   concurrency?: number;
 }
 
+/** A snapshot of either format, fully read: v2 reads and verifies every chunk it names. */
+const checkAnySnapshot = async (
+  snapshots: ChunkSnapshots,
+  body: Uint8Array,
+  expect: SnapshotExpectation,
+): Promise<void> => {
+  const decoded = decodeAnySnapshot(body, expect);
+  if ('root' in decoded) {
+    await snapshots.readRoot(expect.tenant, '\u0000verify', decoded.root, expect);
+  }
+};
+
 const badSnapshot = (seq: number, why: string, cause?: unknown) =>
   new TamperedObjectError(
     'snapshot',
@@ -81,6 +95,13 @@ export class Verifier {
 
   constructor(options: VerifierOptions) {
     this.#o = { ...options, concurrency: options.concurrency ?? 4 };
+  }
+
+  /** A chunk reader with an empty cache: verification reads what storage holds now. */
+  #snapshots(): ChunkSnapshots {
+    const { objects, records } = this.#o;
+    const chunks = new ChunkStore({ objects, records, clock: { now: () => Date.now() } });
+    return new ChunkSnapshots(chunks, objects, records);
   }
 
   async verify(tenant: string, stream: string): Promise<LedgerVerifyResult> {
@@ -174,7 +195,13 @@ export class Verifier {
       throw badSnapshot(record.seq, 'its object is missing');
     }
     try {
-      decodeSnapshot(stored.body, { tenant, stream, ...record, hash: chainHash, digestVersion });
+      await checkAnySnapshot(this.#snapshots(), stored.body, {
+        tenant,
+        stream,
+        ...record,
+        hash: chainHash,
+        digestVersion,
+      });
     } catch (err) {
       if (err instanceof TamperedLedgerError) throw badSnapshot(record.seq, err.message, err);
       throw err;
@@ -195,13 +222,23 @@ export class Verifier {
         cause === undefined ? undefined : { cause },
       );
     const payload = JSON.parse(payloadJsonOf(first)) as Partial<ForkPayload>;
+    if (payload.root !== undefined && typeof payload.stateDigest === 'string') {
+      try {
+        const expect = { seq: 0, stateDigest: payload.stateDigest, digestVersion };
+        await this.#snapshots().readRoot(tenant, '\u0000verify', payload.root, expect);
+        return;
+      } catch (err) {
+        if (err instanceof TamperedLedgerError) throw bad(err.message, err);
+        throw err;
+      }
+    }
     if (typeof payload.snapshotKey !== 'string' || typeof payload.stateDigest !== 'string') {
       throw bad('the fork event names no origin snapshot');
     }
     const stored = await this.#o.objects.get(payload.snapshotKey);
     if (!stored) throw bad('its snapshot is missing');
     try {
-      decodeSnapshot(stored.body, {
+      await checkAnySnapshot(this.#snapshots(), stored.body, {
         tenant,
         stream,
         seq: 0,

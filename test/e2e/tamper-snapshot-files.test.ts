@@ -21,7 +21,8 @@ describe('flipping any byte of any stored snapshot', () => {
   beforeAll(async () => {
     const local = STORE_FACTORIES.find((f) => f.name === 'local');
     if (!local) throw new Error('no local factory');
-    h = createHarness(local, { ledger: { snapshotEvery: 2 } });
+    // Snapshot format v1 files (whole states); tamper-chunk-files.test.ts does the same for v2.
+    h = createHarness(local, { ledger: { snapshotEvery: 2, snapshotEncoding: 'jcs' } });
     let digest = EMPTY;
     for (let i = 0; i < 4; i++) {
       const res = await h.request('/v1/streams/snap/checkpoints', {

@@ -30,6 +30,7 @@ const VALID: Record<string, string> = {
   id: '0123456789abcdef',
   file: 'index-0123abcd.js',
   label: '1ef4f797-8335-6428-8001-8a1503f9b875',
+  hash: '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327',
 };
 
 const POISON = ['a%2Fb', 'a%20b', 'x%23s%23y'];

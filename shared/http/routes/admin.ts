@@ -56,6 +56,7 @@ const CompactionReport = z
     treesBackfilled: int,
     headsWitnessed: int,
     witnessObjects: int,
+    chunksDeleted: int.openapi({ description: 'Chunks the tenant chunk GC deleted' }),
     more: z.boolean().openapi({ description: 'Work was left for the next pass' }),
     durationMs: int,
   })
