@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
-import { chunksOfValue, readValue } from '../../shared/domain/state-v2/index.js';
+import {
+  chunksOfValue,
+  EMPTY_STATE_DIGEST_V2,
+  readValue,
+} from '../../shared/domain/state-v2/index.js';
 import {
   createHarness,
   type Harness,
@@ -39,7 +42,7 @@ describe.each(STORE_FACTORIES)('chunk routes on $name stores', (factory) => {
     if (again) expect((await putChunk(again.hash, again.bytes)).status).toBe(201); // idempotent
     const cp = await h.request('/v1/streams/doc/checkpoints', {
       key,
-      body: { ops: [{ op: 'set', path: '/big', ref }], baseDigest: EMPTY_STATE_DIGEST },
+      body: { ops: [{ op: 'set', path: '/big', ref }], baseDigest: EMPTY_STATE_DIGEST_V2 },
     });
     expect(cp.status).toBe(201);
     const state = await read<{ state: { big: unknown } }>(
@@ -78,7 +81,7 @@ describe.each(STORE_FACTORIES)('chunk routes on $name stores', (factory) => {
     ]) {
       const res = await h.request('/v1/streams/doc/checkpoints', {
         key,
-        body: { ops: [op], baseDigest: EMPTY_STATE_DIGEST },
+        body: { ops: [op], baseDigest: EMPTY_STATE_DIGEST_V2 },
       });
       expect(res.status).toBe(400);
     }

@@ -6,7 +6,7 @@ import {
 } from '../../shared/client/proofs.js';
 import { sha256 } from '../../shared/domain/hashing.js';
 import { HeadKeys, type SignedTreeHead } from '../../shared/domain/signed-head.js';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { headKey } from '../../shared/services/layout.js';
 import {
@@ -99,7 +99,7 @@ describe.each(STORE_FACTORIES)('proof routes on $name stores', (factory) => {
     }
     const res = await h.request('/v1/streams/cp/checkpoints', {
       key,
-      body: { ops: [{ op: 'set', path: '/a', value: 1 }], baseDigest: EMPTY_STATE_DIGEST },
+      body: { ops: [{ op: 'set', path: '/a', value: 1 }], baseDigest: EMPTY_STATE_DIGEST_V2 },
     });
     const body = (await res.json()) as { treeHead: unknown };
     expect(verifyReceipt(body.treeHead, keys, { tenant: 'acme', streamId: 'cp' }).treeSize).toBe(1);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EMPTY_STATE_DIGEST } from '../../shared/domain/state.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { streamIndexPk } from '../../shared/services/stream-list.js';
 import {
   batch,
@@ -87,7 +87,7 @@ describe.each(allStores.filter((f) => f.enabled))('stream list on $name', (facto
       tenant: T,
       stream: 'run-1',
       ops: [{ op: 'set', path: '/x', value: 1 }],
-      baseDigest: EMPTY_STATE_DIGEST,
+      baseDigest: EMPTY_STATE_DIGEST_V2,
     });
 
     await world.ledger.checkpoints.fork({
