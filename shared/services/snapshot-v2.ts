@@ -122,7 +122,15 @@ export class ChunkSnapshots {
   async writeBase(
     tenant: string,
     stream: string,
-    at: { seq: number; hash: string; stateDigest: string; state: JsonObject; deltas?: number },
+    at: {
+      seq: number;
+      hash: string;
+      stateDigest: string;
+      state: JsonObject;
+      deltas?: number;
+      /** The stream's digest version, kept on the index record (repair reads it there). */
+      digestVersion?: 1 | 2;
+    },
   ): Promise<SnapshotWriteResult> {
     const stored = await this.storeState(tenant, { stream, kind: 'base', id: at.seq }, at.state);
     const key = snapshotKey(tenant, stream, at.seq, at.stateDigest);
@@ -147,6 +155,7 @@ export class ChunkSnapshots {
           objectKey: key,
           encoding: 'chunks',
           ...(at.deltas === undefined ? {} : { deltas: at.deltas }),
+          ...(at.digestVersion === 2 ? { digestVersion: 2 } : {}),
         },
       },
       {

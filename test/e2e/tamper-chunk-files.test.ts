@@ -1,29 +1,24 @@
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TamperedLedgerError } from '../../shared/domain/errors.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
+import { type StoredRows, storedRows } from '../support/local-rows.js';
 
 /**
- * Snapshots v2 on the embedded default: every byte of every chunk file and snapshot root file,
- * flipped one at a time on disk behind the service's back, and each file deleted. `GET /verify`
+ * Snapshots v2 on the embedded default: every byte of every chunk and snapshot root object
+ * (rows of objects.sqlite, object layout 3), flipped one at a time on disk behind the
+ * service's back, and each one deleted. `GET /verify`
  * of a stream whose bases or fork origin read that file must answer ok:false naming it, and a
  * new process reading the state must fail closed (this process's chunk cache holds only
  * chunks it verified, which are right whatever the disk says now).
  */
 
-const files = (dir: string): string[] =>
-  readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? files(path) : [path];
-  });
-
-const EMPTY = '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a';
+const EMPTY = EMPTY_STATE_DIGEST_V2;
 
 describe('flipping any byte of any stored chunk or snapshot root file', () => {
   let h: Harness;
-  let dataDir: string;
+  let rows: StoredRows;
 
   beforeAll(async () => {
     const local = STORE_FACTORIES.find((f) => f.name === 'local');
@@ -42,9 +37,12 @@ describe('flipping any byte of any stored chunk or snapshot root file', () => {
       body: { newStreamId: 'forked', at: 3 },
     });
     expect(fork.status).toBe(201);
-    dataDir = h.dataDir ?? '';
+    rows = storedRows(h.dataDir ?? '');
   });
-  afterAll(() => h.close());
+  afterAll(() => {
+    rows?.close();
+    h.close();
+  });
 
   const verify = async (stream: string) =>
     (await h.request(`/v1/streams/${stream}/verify`, { key: ROOT_KEY })).json();
@@ -56,38 +54,38 @@ describe('flipping any byte of any stored chunk or snapshot root file', () => {
   };
 
   it('makes verify name the snapshot or the fork origin, every time; a deleted file too', async () => {
-    const chunks = files(dataDir).filter((f) => f.includes(`${sep}chunks${sep}`));
-    const roots = files(dataDir).filter((f) => f.includes(join('s', 'snap', 'snap')));
+    const chunks = rows.keys('/chunks/');
+    const roots = rows.keys('/s/snap/snap/');
     expect(chunks.length).toBe(3); // the states at 2, 3 (the fork's) and 4: one leaf each
     expect(roots.length).toBe(2);
     let flips = 0;
-    for (const file of [...chunks, ...roots]) {
-      const original = readFileSync(file);
+    for (const key of [...chunks, ...roots]) {
+      const original = Buffer.from(rows.read(key));
       for (let i = 0; i < original.length; i++) {
         const copy = Buffer.from(original);
         copy[i] = (copy[i] ?? 0) ^ 0x01;
-        writeFileSync(file, copy);
+        rows.write(key, copy);
         const failed = await bad();
-        expect(failed.length, `${file} byte ${i}`).toBeGreaterThan(0);
+        expect(failed.length, `${key} byte ${i}`).toBeGreaterThan(0);
         for (const f of failed) expect(['snapshot', 'fork-origin']).toContain(f.object);
         flips++;
       }
-      rmSync(file);
-      expect((await bad()).length, `${file} deleted`).toBeGreaterThan(0);
-      writeFileSync(file, original);
+      rows.remove(key);
+      expect((await bad()).length, `${key} deleted`).toBeGreaterThan(0);
+      rows.write(key, original);
     }
     // A new process after a chunk is deleted: the fork's state read fails closed.
     const forkChunk = chunks.find(
-      (f) => readFileSync(f).includes('"k2"') && !readFileSync(f).includes('"k3"'),
+      (k) => rows.read(k).includes('"k2"') && !rows.read(k).includes('"k3"'),
     );
     if (!forkChunk) throw new Error('no chunk of the state at 3');
-    const original = readFileSync(forkChunk);
-    rmSync(forkChunk);
+    const original = Buffer.from(rows.read(forkChunk));
+    rows.remove(forkChunk);
     const fresh = new Ledger({ objects: h.objects, records: h.records, clock: { now: h.now } });
     await expect(fresh.states.hydrate('default', 'forked')).rejects.toBeInstanceOf(
       TamperedLedgerError,
     );
-    writeFileSync(forkChunk, original);
+    rows.write(forkChunk, original);
     expect(flips).toBeGreaterThan(300);
     expect(await verify('snap')).toMatchObject({ ok: true, seq: 4 });
     expect(await verify('forked')).toMatchObject({ ok: true, seq: 1 });

@@ -273,7 +273,8 @@ describe.each(allStores.filter((f) => f.enabled))('the chain head on $name', (fa
         prunedHash: original.prunedHash,
       });
       expect(await readAll(world, T, S)).toEqual(events);
-      expect(await world.ledger.verifier.verify(T, S)).toMatchObject({ ok: true });
+      const verified = await world.ledger.verifier.verify(T, S);
+      expect(verified, JSON.stringify(verified)).toMatchObject({ ok: true });
     });
 
     it('is not repaired from a chain that does not verify', async () => {
