@@ -66,6 +66,12 @@ else
   tar -c --exclude=./node_modules --exclude="./${DIR#"$REPO"/}" --exclude=./.emulators \
     --exclude=./.hefesto --exclude=./cdk.out . | tar -x -C "$TREE"
 fi
+# Built files the tests serve but git ignores: the console's and the docs' assets
+# (console/prepare-test.sh builds them before this runs).
+if [[ -d dist/static ]]; then
+  mkdir -p "$TREE/dist"
+  cp -a dist/static "$TREE/dist/"
+fi
 log "sources copied to $TREE"
 
 # ---------------------------------------------------------------- 3. node_modules for Node 24
