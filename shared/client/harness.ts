@@ -9,6 +9,7 @@ import {
   NEW_STREAM_DIGEST_VERSION,
 } from '../domain/state-digest.js';
 import type { HefestoClient } from './client.js';
+import { runEffect } from './effect-run.js';
 import { DivergenceDetectedError, HefestoApiError } from './errors.js';
 import type { DeltaOp, Json, LedgerEvent } from './types.js';
 
@@ -206,59 +207,7 @@ export class DurableRun {
     },
   ): Promise<T> {
     this.#checkLease();
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const begun = await this.#client.beginEffect(this.streamId, effectKey, {
-        kind: options.kind,
-        intent: options.intent ?? null,
-        compensation: options.compensation,
-        sagaId: options.sagaId,
-        leaseMs: options.leaseMs,
-      });
-      if (begun.status === 'completed') return begun.result as T;
-      if (begun.status === 'failed') {
-        throw new HefestoApiError('ErrEffectFailed', 0, `effect ${effectKey} failed earlier`, {
-          status: 0,
-          code: 'ErrEffectFailed',
-          error: begun.error,
-        });
-      }
-      if (begun.status === 'in_progress') {
-        await new Promise((r) => setTimeout(r, Math.min(begun.retryAfterMs, 1000)));
-        continue;
-      }
-      if (begun.status === 'unknown_outcome') {
-        if (!options.reconcile) {
-          throw new HefestoApiError(
-            'ErrEffectUnknownOutcome',
-            0,
-            `effect ${effectKey} may have happened: pass reconcile`,
-          );
-        }
-        const known = await options.reconcile(effectKey);
-        if (known.done) {
-          await this.#client.completeEffect(this.streamId, effectKey, {
-            holder: begun.holder,
-            result: known.result,
-          });
-          return known.result;
-        }
-      }
-      let result: T;
-      try {
-        result = await fn(effectKey);
-      } catch (err) {
-        const error = { message: err instanceof Error ? err.message : String(err) };
-        await this.#client.failEffect(this.streamId, effectKey, { holder: begun.holder, error });
-        throw err;
-      }
-      await this.#client.completeEffect(this.streamId, effectKey, { holder: begun.holder, result });
-      return result;
-    }
-    throw new HefestoApiError(
-      'ErrIdempotencyInProgress',
-      409,
-      `effect ${effectKey} stayed in progress`,
-    );
+    return runEffect(this.#client, this.streamId, effectKey, fn, options);
   }
 
   /** Whether the current turn is being replayed from the ledger. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { HefestoApiError, type Json } from '@hefesto/client';
+import { type EffectRun, type Json, runEffect } from '@hefesto/client';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { HefestoSaver } from './hefesto-saver.js';
 
@@ -72,51 +72,13 @@ export const effectTool =
     const effectKey = effectKeyOf(name, options.keyOf?.(args, config) ?? callIdOf(config));
     const { client } = saver;
     await saver.leases?.ensure(stream, threadId, false);
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const begun = await client.beginEffect(stream, effectKey, {
-        kind: options.kind ?? name,
-        intent: { tool: name, args: JSON.parse(JSON.stringify(args ?? null)) as Json },
-        ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
-      });
-      if (begun.status === 'completed') return begun.result as R;
-      if (begun.status === 'failed') {
-        throw new HefestoApiError('ErrEffectFailed', 0, `tool ${name} failed earlier`, {
-          status: 0,
-          code: 'ErrEffectFailed',
-          error: begun.error,
-        });
-      }
-      if (begun.status === 'in_progress') {
-        await new Promise((r) => setTimeout(r, Math.min(begun.retryAfterMs, 1000)));
-        continue;
-      }
-      if (begun.status === 'unknown_outcome') {
-        if (!options.reconcile) {
-          throw new HefestoApiError(
-            'ErrEffectUnknownOutcome',
-            0,
-            `tool ${name} (effect ${effectKey}) may have run: pass reconcile`,
-          );
-        }
-        const known = await options.reconcile(effectKey);
-        if (known.done) {
-          await client.completeEffect(stream, effectKey, {
-            holder: begun.holder,
-            result: known.result,
-          });
-          return known.result as R;
-        }
-      }
-      let result: R;
-      try {
-        result = await body(args, { effectKey }, config);
-      } catch (err) {
-        const error = { message: err instanceof Error ? err.message : String(err) };
-        await client.failEffect(stream, effectKey, { holder: begun.holder, error });
-        throw err;
-      }
-      await client.completeEffect(stream, effectKey, { holder: begun.holder, result });
-      return result;
-    }
-    throw new HefestoApiError('ErrIdempotencyInProgress', 409, `tool ${name} stayed in progress`);
+    return runEffect(client, stream, effectKey, (key) => body(args, { effectKey: key }, config), {
+      kind: options.kind ?? name,
+      intent: { tool: name, args: JSON.parse(JSON.stringify(args ?? null)) as Json },
+      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+      ...(options.reconcile === undefined
+        ? {}
+        : { reconcile: options.reconcile as EffectRun<R>['reconcile'] }),
+      label: `tool ${name} (effect ${effectKey})`,
+    });
   };
