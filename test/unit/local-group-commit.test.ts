@@ -98,8 +98,11 @@ describe('LocalRecordStore writes', () => {
     await Promise.all(writes);
     const after = await durableWriterStats();
     expect(after.writes - before.writes).toBe(16);
+    // The writer may take a few writes before it blocks on the lock (how many depends on how
+    // fast its thread receives them: CI saw 3); every write that queues behind the lock then
+    // lands in the next transaction, so 16 writes take at most 2 commits, one of 8 or more.
     expect(after.commits - before.commits).toBeLessThanOrEqual(2);
-    expect(after.maxBatch).toBeGreaterThanOrEqual(15);
+    expect(after.maxBatch).toBeGreaterThanOrEqual(8);
     for (let i = 0; i < 16; i++)
       expect(await store.get({ pk: 'p', sk: `k${i}` })).toMatchObject({ i });
   });
