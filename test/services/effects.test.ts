@@ -307,7 +307,9 @@ describe.each(allStores.filter((f) => f.enabled))('effects and leases on $name',
       ) => ledger.checkpoints.checkpoint({ tenant: T, stream: S, ops, baseDigest, fence: epoch });
       const first = await cp([{ op: 'set', path: '/n', value: 1 }], EMPTY_STATE_DIGEST_V2, a.epoch);
       const drained = ledger.drainer.drain(T, S, 'worker-a', a.epoch, 2000);
-      await new Promise((r) => setTimeout(r, 20));
+      // Wait for the drain's first step (the lease marked draining), not for a fixed time:
+      // on a loaded machine the emulators take longer than any fixed wait.
+      while (!(await ledger.leases.get(T, S))?.draining) await new Promise((r) => setTimeout(r, 5));
       await expect(
         cp([{ op: 'set', path: '/n', value: 2 }], first.stateDigest, a.epoch),
       ).rejects.toBeInstanceOf(DrainingError);

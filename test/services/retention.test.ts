@@ -153,7 +153,9 @@ describe.each(allStores.filter((f) => f.enabled))('retention on $name', (factory
       await new Promise((r) => setTimeout(r, 50));
       advance(GRACE + LEASE);
       await world.compactor().run(); // deletes it
-      await new Promise((r) => setTimeout(r, 50));
+      // Let the writer and the reader each try again after the delete (counted, not timed).
+      const after = seen.length;
+      while (seen.length < after + 4) await new Promise((r) => setTimeout(r, 5));
       stop = true;
       await Promise.all([writer, reader]);
       expect(seen).toContain('ErrStreamNotFound');
