@@ -3,9 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoClient, type HefestoClientOptions } from '../../shared/client/client.js';
 import {
   ClientVerificationError,
+  DivergenceDetectedError,
   HefestoApiError,
   ValueTooLargeError,
 } from '../../shared/client/errors.js';
+import { resume } from '../../shared/client/harness.js';
 import { stateDigestAfter } from '../../shared/client/set-value.js';
 import type { Json } from '../../shared/client/types.js';
 import { emptyStateDigest } from '../../shared/domain/state-digest.js';
@@ -242,6 +244,41 @@ describe.each(allStores.filter((s) => s.enabled))('large values by the client on
     ).rejects.toMatchObject({ code: 'ErrInvalidInput' });
     expect(await acme.readValue(ref)).toEqual(secret);
   });
+
+  it('lets a durable run set a value over the body limit in one turn, resumed and replayed', async () => {
+    const world = serve(stores);
+    const acme = await world.tenantClient('acme');
+    const doc = { pages: Array.from({ length: 5000 }, (_, i) => `page ${i} `.padEnd(1000, '~')) };
+    const run = await resume(acme, 'run-big');
+    world.sent.length = 0;
+    const { stateDigest } = await run.checkpoint([
+      { op: 'set', path: '/doc', value: doc },
+      { op: 'set', path: '/turn', value: 1 },
+    ]);
+    const [checkpoint, ...others] = world.sent.filter((s) => s.path.endsWith('/checkpoints'));
+    expect(others).toHaveLength(0);
+    expect(checkpoint?.bytes).toBeLessThan(1024);
+    expect(puts(world.sent).length).toBe(chunksOfValue(doc).chunks.length);
+    expect((await acme.getState('run-big')).stateDigest).toBe(stateDigest);
+
+    const next = await resume(acme, 'run-big');
+    expect(next.turn).toBe(2);
+    expect(next.state).toEqual({ doc, turn: 1 });
+    const replay = await resume(acme, 'run-big', { replay: true });
+    await replay.checkpoint([
+      { op: 'set', path: '/doc', value: doc },
+      { op: 'set', path: '/turn', value: 1 },
+    ]);
+    expect(replay.stateDigest).toBe(stateDigest);
+    const drifted = await resume(acme, 'run-big', { replay: true });
+    const other = { pages: [...doc.pages.slice(0, -1), 'changed'] };
+    await expect(
+      drifted.checkpoint([
+        { op: 'set', path: '/doc', value: other },
+        { op: 'set', path: '/turn', value: 1 },
+      ]),
+    ).rejects.toBeInstanceOf(DivergenceDetectedError);
+  }, 120_000);
 
   it('refuses a tampered chunk on read', async () => {
     const world = serve(stores);
