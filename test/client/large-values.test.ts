@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { HefestoClient, type HefestoClientOptions } from '../../shared/client/client.js';
 import {
   ClientVerificationError,
@@ -299,4 +303,44 @@ describe.each(allStores.filter((s) => s.enabled))('large values by the client on
     };
     await expect(read()).rejects.toBeInstanceOf(ClientVerificationError);
   });
+});
+
+describe('large values by the client against the embedded server over HTTP', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hefesto-large-'));
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
+  });
+  afterAll(async () => {
+    server.child.kill('SIGTERM');
+    await server.exited;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sets a 10 MiB value over real sockets and reads it back, whole, by page and by path', async () => {
+    const sizes: Array<{ method: string; bytes: number }> = [];
+    const counting = (async (input: string | URL | Request, init?: RequestInit) => {
+      const body = init?.body as Uint8Array | string | undefined;
+      sizes.push({ method: init?.method ?? 'GET', bytes: body?.length ?? 0 });
+      return fetch(input, init);
+    }) as typeof fetch;
+    const root = new HefestoClient({ baseUrl: server.url, apiKey: ROOT });
+    const { key } = await root.createKey({ tenant: 'acme', scopes: ['read', 'write'] });
+    const acme = new HefestoClient({ baseUrl: server.url, apiKey: key, fetch: counting });
+    const { ref, stateDigest } = await acme.setValue('doc', '/doc', TEN_MIB, {
+      baseDigest: EMPTY,
+      baseState: {},
+      label: 'big',
+    });
+    const uploads = sizes.filter((s) => s.method === 'PUT');
+    expect(uploads.length).toBe(chunksOfValue(TEN_MIB).chunks.length);
+    expect(Math.max(...uploads.map((u) => u.bytes))).toBeLessThanOrEqual(MAX_UPLOAD_BYTES);
+    expect(sizes.filter((s) => s.method === 'POST').map((s) => s.bytes < 1024)).toEqual([true]);
+    expect(stateDigest).toBe(stateDigestAfter({}, [{ op: 'set', path: '/doc', value: TEN_MIB }]));
+    expect(await acme.readValue(ref)).toEqual(TEN_MIB);
+    let items = 0;
+    for await (const page of acme.valuePages(ref, { concurrency: 2 })) items += page.length;
+    expect(items).toBe((TEN_MIB as string[]).length);
+    expect((await acme.getValue('doc', '/doc/5000')).value).toBe((TEN_MIB as string[])[5000]);
+  }, 120_000);
 });
