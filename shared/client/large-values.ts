@@ -159,8 +159,13 @@ export class ValueTransfer {
     return ref;
   }
 
-  /** The tenant's chunks as a source for the domain's readers: GET, 404 as missing. */
-  source(concurrency = DEFAULT_CHUNK_CONCURRENCY): ChunkSource {
+  /**
+   * The tenant's chunks as a source for the domain's readers: GET, 404 as missing. (Typed
+   * inline, not as the domain's ChunkSource: the published types must not need @types/node.)
+   */
+  source(
+    concurrency = DEFAULT_CHUNK_CONCURRENCY,
+  ): (hash: string) => Promise<Uint8Array | undefined> {
     const get: ChunkSource = async (hash) => {
       try {
         return (await this.#http.callBytes('GET', `/v1/chunks/${hash}`)).body;
