@@ -1,19 +1,21 @@
 import type { JsonValue } from '../domain/canonical.js';
 import type { ParsedChunk } from '../domain/state-v2/chunk-parse.js';
-import { TAG } from '../domain/state-v2/format.js';
+import { TAG, toHex } from '../domain/state-v2/format.js';
 import {
   boundedSource,
   type Chunk,
   type ChunkSource,
-  chunksOfValue,
   INLINE_MAX,
+  listChunks,
   MAX_VALUE_BYTES,
   parseChunk,
   readValue,
   verifyChunk,
 } from '../domain/state-v2/index.js';
+import { build } from '../domain/state-v2/node.js';
 import { ClientVerificationError, HefestoApiError, ValueTooLargeError } from './errors.js';
 import type { Transport } from './http.js';
+import { asInput } from './input.js';
 import type { Json } from './types.js';
 
 /**
@@ -139,8 +141,11 @@ export class ValueTransfer {
 
   /** Uploads `value` as chunks (steps 1-3 above) and returns its ref. */
   async put(value: Json, options: ValueTransferOptions = {}): Promise<ValueRef> {
-    const { ref, chunks } = chunksOfValue(value as JsonValue);
-    if (ref.size > this.maxValueBytes) throw new ValueTooLargeError(ref.size, this.maxValueBytes);
+    // The tree first (hashes only), the chunks' bytes only for a value within the limit.
+    const [node] = asInput(() => build(value as JsonValue, 0));
+    if (node.size > this.maxValueBytes) throw new ValueTooLargeError(node.size, this.maxValueBytes);
+    const ref = { hash: toHex(node.hash), size: node.size };
+    const chunks = listChunks(node);
     await putInOrder(chunks, options.concurrency ?? DEFAULT_CHUNK_CONCURRENCY, async (chunk) => {
       const { body } = await this.#http.call<{ hash: string; size: number }>(
         'PUT',

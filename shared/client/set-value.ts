@@ -7,6 +7,7 @@ import {
 import type { CheckpointDelta } from './checkpoint-types.js';
 import type { HefestoClient, WriteOptions } from './client.js';
 import { HefestoApiError } from './errors.js';
+import { asInput } from './input.js';
 import type { SetRefOp, ValueRef, ValueTransferOptions } from './large-values.js';
 import type { CheckpointResult, DeltaOp, Json } from './types.js';
 
@@ -72,10 +73,8 @@ export const setLargeValue = async (
       );
     }
     // Before any upload: a base state the ops do not apply to fails here, not after 64 MiB.
-    stateDigest = stateDigestAfter(
-      baseState,
-      [{ op: 'set', path, value }, ...plain],
-      digestVersion,
+    stateDigest = asInput(() =>
+      stateDigestAfter(baseState, [{ op: 'set', path, value }, ...plain], digestVersion),
     );
   }
   const ref = await client.putValue(value, options);

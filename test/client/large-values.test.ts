@@ -344,3 +344,34 @@ describe('large values by the client against the embedded server over HTTP', () 
     expect((await acme.getValue('doc', '/doc/5000')).value).toBe((TEN_MIB as string[])[5000]);
   }, 120_000);
 });
+
+describe('large values refused by the client before any request', () => {
+  let requests = 0;
+  const client = new HefestoClient({
+    baseUrl: 'http://hefesto.test',
+    apiKey: 'unused',
+    fetch: (async () => {
+      requests++;
+      throw new Error('no request may be sent');
+    }) as typeof fetch,
+  });
+
+  it("refuses a value over the server's default 64 MiB, naming the limit", async () => {
+    const over = 'x'.repeat(64 * 1024 * 1024); // 64 MiB + its two quotes
+    const refused = await client.putValue(over).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ValueTooLargeError);
+    expect(refused).toMatchObject({ size: 64 * 1024 * 1024 + 2, limit: 64 * 1024 * 1024 });
+    expect((refused as Error).message).toContain(`at most ${64 * 1024 * 1024} bytes`);
+    expect(requests).toBe(0);
+  }, 60_000);
+
+  it('refuses a value that is not JSON with ErrInvalidInput', async () => {
+    for (const value of [{ a: Number.NaN }, { b: undefined }] as unknown as Json[]) {
+      await expect(client.putValue(value)).rejects.toMatchObject({ code: 'ErrInvalidInput' });
+      await expect(
+        client.setValue('s', '/v', value, { baseDigest: EMPTY, baseState: {} }),
+      ).rejects.toBeInstanceOf(HefestoApiError);
+    }
+    expect(requests).toBe(0);
+  });
+});
