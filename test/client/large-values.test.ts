@@ -1,9 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { HefestoClient, type HefestoClientOptions } from '../../shared/client/client.js';
 import {
   ClientVerificationError,
@@ -21,6 +17,7 @@ import { chunkKey } from '../../shared/services/chunk-store.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { MAX_UPLOAD_BYTES } from '../../shared/services/values.js';
+import { TEN_MIB } from '../support/large-values.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**
@@ -31,9 +28,6 @@ import { allStores, type StorePair } from '../support/stores.js';
 
 const ROOT = 'large-values-root-key-0123456789abcdef';
 const EMPTY = emptyStateDigest(2);
-
-/** 10 MiB and a bit: 10,600 distinct strings of 1,000 characters (64 to a page chunk). */
-const TEN_MIB: Json = Array.from({ length: 10_600 }, (_, i) => `${i}:`.padEnd(1000, 'x'));
 
 interface Sent {
   method: string;
@@ -50,8 +44,10 @@ const serve = (stores: StorePair, maxValueBytes?: number) => {
   const sent: Sent[] = [];
   /** Chunks the server has answered 201 for, in answer order. */
   const answered: string[] = [];
+  const flight = { now: 0, max: 0 };
   const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
+    flight.max = Math.max(flight.max, ++flight.now);
     const body = init?.body as Uint8Array | string | undefined;
     const bytes = body === undefined ? 0 : typeof body === 'string' ? body.length : body.length;
     sent.push({
@@ -60,7 +56,9 @@ const serve = (stores: StorePair, maxValueBytes?: number) => {
       bytes,
       body: body instanceof Uint8Array ? body : undefined,
     });
-    const res = await app.fetch(new Request(input, init));
+    const res = await Promise.resolve(app.fetch(new Request(input, init))).finally(
+      () => flight.now--,
+    );
     if (init?.method === 'PUT' && res.status === 201) answered.push(url.pathname.slice(11));
     return res;
   }) as typeof globalThis.fetch;
@@ -76,7 +74,7 @@ const serve = (stores: StorePair, maxValueBytes?: number) => {
     const { key } = await client().createKey({ tenant, scopes: ['read', 'write'] });
     return client({ apiKey: key, tenant, ...options });
   };
-  return { fetch, sent, answered, client, tenantClient };
+  return { fetch, sent, answered, flight, client, tenantClient };
 };
 
 const puts = (sent: Sent[]) => sent.filter((s) => s.method === 'PUT');
@@ -104,6 +102,9 @@ describe.each(allStores.filter((s) => s.enabled))('large values by the client on
     expect(uploads.length).toBe(chunks.length);
     expect(new Set(uploads.map((u) => u.path)).size).toBe(chunks.length);
     for (const u of uploads) expect(u.bytes).toBeLessThanOrEqual(MAX_UPLOAD_BYTES);
+    // Concurrent, and bounded: four chunk requests in flight at most.
+    expect(world.flight.max).toBeGreaterThan(1);
+    expect(world.flight.max).toBeLessThanOrEqual(4);
     const checkpoints = world.sent.filter((s) => s.path.endsWith('/checkpoints'));
     expect(checkpoints).toHaveLength(1);
     expect(checkpoints[0]?.bytes).toBeLessThan(1024);
@@ -121,7 +122,9 @@ describe.each(allStores.filter((s) => s.enabled))('large values by the client on
     }
 
     world.sent.length = 0;
-    expect(await acme.readValue(result.ref)).toEqual(TEN_MIB);
+    world.flight.max = 0;
+    expect(await acme.readValue(result.ref, { concurrency: 2 })).toEqual(TEN_MIB);
+    expect(world.flight.max).toBeLessThanOrEqual(2);
     const gets = world.sent.filter((s) => s.path.startsWith('/v1/chunks/'));
     expect(gets.length).toBe(chunks.length);
     const pages: Json[][] = [];
@@ -302,76 +305,5 @@ describe.each(allStores.filter((s) => s.enabled))('large values by the client on
       }
     };
     await expect(read()).rejects.toBeInstanceOf(ClientVerificationError);
-  });
-});
-
-describe('large values by the client against the embedded server over HTTP', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hefesto-large-'));
-  let server: ServerProcess;
-  beforeAll(async () => {
-    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
-  });
-  afterAll(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('sets a 10 MiB value over real sockets and reads it back, whole, by page and by path', async () => {
-    const sizes: Array<{ method: string; bytes: number }> = [];
-    const counting = (async (input: string | URL | Request, init?: RequestInit) => {
-      const body = init?.body as Uint8Array | string | undefined;
-      sizes.push({ method: init?.method ?? 'GET', bytes: body?.length ?? 0 });
-      return fetch(input, init);
-    }) as typeof fetch;
-    const root = new HefestoClient({ baseUrl: server.url, apiKey: ROOT });
-    const { key } = await root.createKey({ tenant: 'acme', scopes: ['read', 'write'] });
-    const acme = new HefestoClient({ baseUrl: server.url, apiKey: key, fetch: counting });
-    const { ref, stateDigest } = await acme.setValue('doc', '/doc', TEN_MIB, {
-      baseDigest: EMPTY,
-      baseState: {},
-      label: 'big',
-    });
-    const uploads = sizes.filter((s) => s.method === 'PUT');
-    expect(uploads.length).toBe(chunksOfValue(TEN_MIB).chunks.length);
-    expect(Math.max(...uploads.map((u) => u.bytes))).toBeLessThanOrEqual(MAX_UPLOAD_BYTES);
-    expect(sizes.filter((s) => s.method === 'POST').map((s) => s.bytes < 1024)).toEqual([true]);
-    expect(stateDigest).toBe(stateDigestAfter({}, [{ op: 'set', path: '/doc', value: TEN_MIB }]));
-    expect(await acme.readValue(ref)).toEqual(TEN_MIB);
-    let items = 0;
-    for await (const page of acme.valuePages(ref, { concurrency: 2 })) items += page.length;
-    expect(items).toBe((TEN_MIB as string[]).length);
-    expect((await acme.getValue('doc', '/doc/5000')).value).toBe((TEN_MIB as string[])[5000]);
-  }, 120_000);
-});
-
-describe('large values refused by the client before any request', () => {
-  let requests = 0;
-  const client = new HefestoClient({
-    baseUrl: 'http://hefesto.test',
-    apiKey: 'unused',
-    fetch: (async () => {
-      requests++;
-      throw new Error('no request may be sent');
-    }) as typeof fetch,
-  });
-
-  it("refuses a value over the server's default 64 MiB, naming the limit", async () => {
-    const over = 'x'.repeat(64 * 1024 * 1024); // 64 MiB + its two quotes
-    const refused = await client.putValue(over).catch((err: unknown) => err);
-    expect(refused).toBeInstanceOf(ValueTooLargeError);
-    expect(refused).toMatchObject({ size: 64 * 1024 * 1024 + 2, limit: 64 * 1024 * 1024 });
-    expect((refused as Error).message).toContain(`at most ${64 * 1024 * 1024} bytes`);
-    expect(requests).toBe(0);
-  }, 60_000);
-
-  it('refuses a value that is not JSON with ErrInvalidInput', async () => {
-    for (const value of [{ a: Number.NaN }, { b: undefined }] as unknown as Json[]) {
-      await expect(client.putValue(value)).rejects.toMatchObject({ code: 'ErrInvalidInput' });
-      await expect(
-        client.setValue('s', '/v', value, { baseDigest: EMPTY, baseState: {} }),
-      ).rejects.toBeInstanceOf(HefestoApiError);
-    }
-    expect(requests).toBe(0);
   });
 });
