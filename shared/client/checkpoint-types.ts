@@ -1,5 +1,6 @@
 /** Shapes of the checkpoint label, list, pending-write and stream-list routes (records v2). */
 
+import type { SetRefOp } from './large-values.js';
 import type { DeltaOp, Json } from './types.js';
 
 /**
@@ -18,7 +19,8 @@ import type { DeltaOp, Json } from './types.js';
  * ```
  */
 export interface CheckpointDelta {
-  ops: DeltaOp[];
+  /** SET/DELETE ops; a large value is set by ref once uploaded ({@link SetRefOp}). */
+  ops: Array<DeltaOp | SetRefOp>;
   baseDigest: string;
   stateDigest?: string;
   /** The checkpoint seq (or 0 for {}) whose state the ops apply to; default the head's. */

@@ -11,6 +11,13 @@ import type {
 import { ProofChecker } from './client-proofs.js';
 import { ClientVerificationError } from './errors.js';
 import { type RetryPolicy, Transport } from './http.js';
+import {
+  type SetRefOp,
+  type ValueRef,
+  ValueTransfer,
+  type ValueTransferOptions,
+} from './large-values.js';
+import { type LargeValueCheckpoint, setLargeValue } from './set-value.js';
 import { provenValue, stateMatches } from './state-proofs.js';
 import type { TrustStore } from './trust-store.js';
 import { defaultTrustStorePath, FileTrustStore } from './trust-store-file.js';
@@ -74,6 +81,8 @@ export interface HefestoClientOptions {
   newIdempotencyKey?: () => string;
   /** Injected for tests. */
   sleep?: (ms: number) => Promise<void>;
+  /** The largest value {@link HefestoClient.putValue} uploads (the server's). Default 64 MiB. */
+  maxValueBytes?: number;
 }
 
 /**
@@ -112,12 +121,14 @@ export class HefestoClient {
   readonly #trusted = new TrustedPoints();
   readonly #fences = new Map<string, number>();
   readonly #proofs: ProofChecker | undefined;
+  readonly #values: ValueTransfer;
 
   constructor(options: HefestoClientOptions) {
     this.tenant = options.tenant ?? 'default';
     this.#verify = options.verify ?? false;
     this.#newKey = options.newIdempotencyKey ?? (() => crypto.randomUUID());
     this.#http = new Transport(options);
+    this.#values = new ValueTransfer(this.#http, options.maxValueBytes);
     this.#proofs = this.#verify
       ? new ProofChecker({
           baseUrl: options.baseUrl,
@@ -304,7 +315,9 @@ export class HefestoClient {
    */
   async checkpoint(
     streamId: string,
-    delta: CheckpointDelta | { ops: DeltaOp[]; baseDigest: string; stateDigest?: string },
+    delta:
+      | CheckpointDelta
+      | { ops: Array<DeltaOp | SetRefOp>; baseDigest: string; stateDigest?: string },
     options: WriteOptions = {},
   ): Promise<CheckpointResult & { replayed: boolean }> {
     const res = await this.#http.call<CheckpointResult>(
@@ -318,6 +331,73 @@ export class HefestoClient {
     );
     await this.#proofs?.checkReceipt(streamId, res.body.treeHead);
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /**
+   * Uploads a value of any size up to `maxValueBytes` (64 MiB) as content-addressed chunks of
+   * at most 1 MiB, `concurrency` (4) requests at a time, children before parents, each retry
+   * harmless; returns the ref a checkpoint sets it by. A value over the limit is refused with
+   * {@link ValueTooLargeError} before any request. The chunks are the tenant's, not a stream's.
+   *
+   * @example
+   * ```ts
+   * const ref = await client.putValue(report);
+   * await client.checkpoint('run-1', { ops: [{ op: 'set', path: '/report', ref }], baseDigest });
+   * ```
+   */
+  putValue(value: Json, options: ValueTransferOptions = {}): Promise<ValueRef> {
+    return this.#values.put(value, options);
+  }
+
+  /**
+   * Sets `path` to a large value in one checkpoint: {@link putValue}, then a checkpoint whose
+   * first op sets the ref (then `delta.ops`, if any), with the delta's base, label, meta,
+   * `baseSeq`, the stream's fence and one Idempotency-Key. With `baseState` (the state at
+   * `baseDigest`), the state digest the ops must yield is computed here from the value, so
+   * the server refuses a checkpoint that would produce another state (ErrDivergenceDetected).
+   *
+   * @example
+   * ```ts
+   * const { stateDigest, ref } = await client.setValue('run-1', '/doc', doc, {
+   *   baseDigest: state.stateDigest,
+   *   baseState: state.state,
+   * });
+   * ```
+   */
+  async setValue(
+    streamId: string,
+    path: string,
+    value: Json,
+    delta: LargeValueCheckpoint,
+    options: WriteOptions & ValueTransferOptions = {},
+  ): Promise<CheckpointResult & { replayed: boolean; ref: ValueRef }> {
+    return setLargeValue(this, streamId, path, value, delta, options);
+  }
+
+  /**
+   * A value uploaded by {@link putValue} (or set by ref), read whole from its chunks, each
+   * checked against its hash here: a tampered or missing chunk is a ClientVerificationError.
+   *
+   * @example
+   * ```ts
+   * const doc = await client.readValue(ref);
+   * ```
+   */
+  readValue(ref: ValueRef | string, options: ValueTransferOptions = {}): Promise<Json> {
+    return this.#values.read(ref, options);
+  }
+
+  /**
+   * The items of a large array value, a page (up to 64 items) at a time, reading only that
+   * page's chunks, each checked against the hash its parent names.
+   *
+   * @example
+   * ```ts
+   * for await (const page of client.valuePages(ref)) for (const item of page) console.log(item);
+   * ```
+   */
+  valuePages(ref: ValueRef | string, options: ValueTransferOptions = {}): AsyncGenerator<Json[]> {
+    return this.#values.pages(ref, options);
   }
 
   /**

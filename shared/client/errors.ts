@@ -139,3 +139,30 @@ export class DivergenceDetectedError extends HefestoApiError {
     this.turn = turn;
   }
 }
+
+/**
+ * A value the client refused to upload before sending anything: its canonical JSON is over
+ * the limit of one value set by ref (`maxValueBytes`, 64 MiB unless configured).
+ *
+ * @example
+ * ```ts
+ * await client.putValue(huge).catch((err) => {
+ *   if (err instanceof ValueTooLargeError) console.error(err.size, 'bytes; at most', err.limit);
+ * });
+ * ```
+ */
+export class ValueTooLargeError extends HefestoApiError {
+  readonly size: number;
+  readonly limit: number;
+
+  constructor(size: number, limit: number) {
+    super(
+      'ErrPayloadTooLarge',
+      0,
+      `the value is ${size} bytes of canonical JSON; a value set by ref may be at most ${limit} bytes (maxValueBytes)`,
+    );
+    this.name = 'ValueTooLargeError';
+    this.size = size;
+    this.limit = limit;
+  }
+}

@@ -11,6 +11,7 @@ import {
 import type { HefestoClient } from './client.js';
 import { runEffect } from './effect-run.js';
 import { DivergenceDetectedError, HefestoApiError } from './errors.js';
+import type { SetRefOp } from './large-values.js';
 import type { DeltaOp, Json, LedgerEvent } from './types.js';
 
 /**
@@ -66,7 +67,17 @@ export interface ResumeOptions {
    * DivergenceDetectedError naming the turn). Default: start at the head (turn N+1).
    */
   replay?: boolean;
+  /**
+   * A set op whose value's canonical JSON is larger than this many bytes is uploaded as
+   * chunks first ({@link HefestoClient.putValue}) and sent by ref, so a turn may set a value
+   * far larger than one request (up to `maxValueBytes`). The digest is computed from the
+   * value either way. Default 1 MiB.
+   */
+  largeValueBytes?: number;
 }
+
+/** Set ops above this canonical size go by ref unless told otherwise (one chunk's worth). */
+export const DEFAULT_LARGE_VALUE_BYTES = 1024 * 1024;
 
 const obsKey = (o: Pick<Observation, 'turn' | 'name' | 'index'>) =>
   `${o.turn}\u0000${o.name}\u0000${o.index}`;
@@ -95,6 +106,7 @@ export class DurableRun {
   readonly #observations: Map<string, Json>;
   readonly #counters = new Map<string, number>();
   readonly #client: HefestoClient;
+  readonly #largeValueBytes: number;
   #lease:
     | { owner: string; epoch: number; ttlMs: number; timer?: ReturnType<typeof setInterval> }
     | undefined;
@@ -106,8 +118,10 @@ export class DurableRun {
     streamId: string,
     start: { state: JsonObject; digest: string; turn: number; version?: DigestVersion },
     recorded: { digests: Map<number, string>; observations: Observation[] },
+    largeValueBytes = DEFAULT_LARGE_VALUE_BYTES,
   ) {
     this.#client = client;
+    this.#largeValueBytes = largeValueBytes;
     this.streamId = streamId;
     this.#state = start.state;
     this.#digest = start.digest;
@@ -282,7 +296,7 @@ export class DurableRun {
       try {
         await this.#client.checkpoint(
           this.streamId,
-          { ops, baseDigest: this.#digest, stateDigest: digest },
+          { ops: await this.#byRef(ops), baseDigest: this.#digest, stateDigest: digest },
           { idempotencyKey: `${this.streamId}/turn/${turn}` },
         );
       } catch (err) {
@@ -306,7 +320,30 @@ export class DurableRun {
     this.#turn = turn + 1;
     return { turn, stateDigest: digest };
   }
+
+  /**
+   * The ops as sent: large values uploaded first and named by ref. Deterministic (a ref is
+   * the value's hash), so a retried turn sends the same body under the same key; a crash
+   * after an upload leaves chunks the next worker re-uploads as a no-op.
+   */
+  async #byRef(ops: DeltaOp[]): Promise<Array<DeltaOp | SetRefOp>> {
+    const out: Array<DeltaOp | SetRefOp> = [];
+    for (const op of ops) {
+      if (op.op === 'set' && isLarge(op.value, this.#largeValueBytes)) {
+        out.push({ op: 'set', path: op.path, ref: await this.#client.putValue(op.value) });
+      } else out.push(op);
+    }
+    return out;
+  }
 }
+
+/** Whether a value's canonical JSON is over `limit` bytes (strings sized without encoding). */
+const isLarge = (value: Json, limit: number): boolean => {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value !== 'string' || value.length * 3 + 2 <= limit) return false;
+  }
+  return Buffer.byteLength(canonicalJson(value), 'utf8') > limit;
+};
 
 /** The state with its keys in canonical (RFC 8785) order, as the harness always keeps it. */
 const canonicalOrder = (state: JsonObject): JsonObject =>
@@ -372,6 +409,7 @@ const load = async (
         streamId,
         { state: {}, digest: emptyStateDigest(version), turn: 1, version },
         { digests: new Map(), observations: [] },
+        options.largeValueBytes,
       );
     }
     throw err;
@@ -393,6 +431,7 @@ const load = async (
       streamId,
       { state, digest: origin?.stateDigest ?? emptyStateDigest(version), turn: 1, version },
       { digests, observations: observationsOf(events) },
+      options.largeValueBytes,
     );
   }
   const at = await client.getState(streamId, { at: head.seq });
@@ -404,5 +443,6 @@ const load = async (
     streamId,
     { state: canonicalOrder(at.state as JsonObject), digest: at.stateDigest, turn, version },
     { digests: new Map(), observations: observationsOf(pending).filter((o) => o.turn === turn) },
+    options.largeValueBytes,
   );
 };

@@ -54,6 +54,8 @@ export interface TransportOptions {
  */
 export interface CallOptions {
   body?: unknown;
+  /** Raw bytes sent as application/octet-stream instead of a JSON `body` (a chunk upload). */
+  bytes?: Uint8Array;
   query?: Record<string, string | number | undefined>;
   idempotencyKey?: string;
   /** The writer's lease epoch (Hefesto-Fencing-Token). */
@@ -116,6 +118,39 @@ export class Transport {
   }
 
   async call<T>(method: string, path: string, options: CallOptions = {}): Promise<CallResult<T>> {
+    const res = await this.#exchange(method, path, options);
+    const text = await res.text();
+    return {
+      status: res.status,
+      body: (text === '' ? undefined : JSON.parse(text)) as T,
+      headers: res.headers,
+    };
+  }
+
+  /**
+   * Like {@link Transport.call}, with the same retries, for a route that answers raw bytes
+   * (`GET /v1/chunks/{hash}`).
+   *
+   * @example
+   * ```ts
+   * const { body } = await transport.callBytes('GET', `/v1/chunks/${hash}`);
+   * ```
+   */
+  async callBytes(
+    method: string,
+    path: string,
+    options: CallOptions = {},
+  ): Promise<CallResult<Uint8Array>> {
+    const res = await this.#exchange(method, path, options);
+    return {
+      status: res.status,
+      body: new Uint8Array(await res.arrayBuffer()),
+      headers: res.headers,
+    };
+  }
+
+  /** One logical call with its retries: the first successful response, else the error. */
+  async #exchange(method: string, path: string, options: CallOptions): Promise<Response> {
     const { retry, sleep, random } = this.#o;
     const repeatable =
       options.repeatable ?? (method === 'GET' || options.idempotencyKey !== undefined);
@@ -138,14 +173,7 @@ export class Transport {
         await sleep(backoff());
         continue;
       }
-      if (res.ok) {
-        const text = await res.text();
-        return {
-          status: res.status,
-          body: (text === '' ? undefined : JSON.parse(text)) as T,
-          headers: res.headers,
-        };
-      }
+      if (res.ok) return res;
       const problem = await this.#problem(res);
       const transient =
         RETRY_STATUSES.has(res.status) || problem.code === 'ErrIdempotencyInProgress';
@@ -168,7 +196,8 @@ export class Transport {
       if (v !== undefined) url.searchParams.set(k, String(v));
     }
     const headers: Record<string, string> = { authorization: `Bearer ${this.#o.apiKey}` };
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.bytes !== undefined) headers['content-type'] = 'application/octet-stream';
+    else if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.fence !== undefined) headers['hefesto-fencing-token'] = String(options.fence);
     if (options.idempotencyKey !== undefined) {
       headers['idempotency-key'] = `"${options.idempotencyKey.replace(/(["\\])/g, '\\$1')}"`;
@@ -176,7 +205,8 @@ export class Transport {
     return this.#o.fetch(url, {
       method,
       headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body:
+        options.bytes ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       signal: AbortSignal.timeout(this.#o.timeoutMs),
     });
   }

@@ -271,6 +271,8 @@ describe('installable packages', () => {
         digestVersion: 2,
         v2Digest: out.stateDigest,
         proven: { role: 'assistant', text: 'answer 2' },
+        // A 1.5 MiB value through putValue / readValue (canonical JSON: 11 bytes of framing).
+        largeValue: { size: 1536 * 1024 + 11, equal: true },
       });
       // observation, delta (turn 1), observation, delta (turn 2), note, observation, delta.
       expect(head.seq).toBe(7);
