@@ -145,13 +145,11 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     const { at, path, proof } = c.req.valid('query');
     const tenant = principalOf(c).tenant;
     if (path !== undefined) {
-      const value = await readStateValue(ledger.states, {
-        tenant,
-        stream: streamId,
-        at,
-        path,
-        proof,
-      });
+      const value = await readStateValue(
+        ledger.states,
+        { tenant, stream: streamId, at, path, proof },
+        { cache: ledger.checkpoints.cache },
+      );
       return c.json(value, 200);
     }
     if (proof) throw new InvalidInputError('proof=true needs a path');
