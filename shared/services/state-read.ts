@@ -1,5 +1,11 @@
 import type { JsonValue } from '../domain/canonical.js';
-import { InvalidInputError, NotFoundError, PrunedError } from '../domain/errors.js';
+import {
+  InvalidDeltaError,
+  InvalidInputError,
+  NotFoundError,
+  PrunedError,
+} from '../domain/errors.js';
+import type { DeltaPayload } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
 import {
   boundedSource,
@@ -9,10 +15,13 @@ import {
   readAt,
   type StateProof,
 } from '../domain/state-v2/index.js';
+import { applyPartial, loadPartial, provePartial } from '../domain/state-v2/partial.js';
 import { splitPointer, valueAt } from '../domain/state-v2/pointer.js';
 import type { StateCache } from './checkpoint.js';
+import type { HeadRecord } from './layout.js';
 import type { StateStore } from './state.js';
-import { storedOrigin } from './state-origin.js';
+import { type Origin, storedOrigin } from './state-origin.js';
+import { hasRefs } from './values.js';
 
 /**
  * Reads of one value of a stream's state by RFC 6901 pointer (`GET .../state?path=`), and
@@ -70,6 +79,60 @@ const fromTree = (
   return { value };
 };
 
+/**
+ * The value (and proof) at `req.path` from a stored origin: the chunks on the path when no
+ * delta follows it, else the deltas applied to a partial tree (partial.ts) that loads only the
+ * chunks their ops and the path go through, each delta re-hashed to the digest it recorded.
+ * Undefined when a delta cannot be replayed that way (a value set by ref, a branch to an older
+ * seq, a digest that does not match): the caller hydrates, which reports any divergence.
+ */
+const fromOrigin = async (
+  states: StateStore,
+  req: StateValueRequest,
+  origin: Origin,
+  head: HeadRecord | undefined,
+): Promise<{ stateDigest: string; value: JsonValue; proof?: StateProof } | undefined> => {
+  const { chunks } = states;
+  const fetched = new Map<string, Uint8Array>();
+  const source = boundedSource(chunks.source(req.tenant, fetched), chunks.concurrency);
+  // The digests are the chain's, so chunks that hash to them are canonical (read.ts).
+  const read = { seq: Math.max(1, origin.seq), canonical: false };
+  let found: { stateDigest: string; value: JsonValue; proof?: StateProof };
+  if (origin.deltas.length === 0 && !origin.tree) {
+    if (req.proof) {
+      const proof = await proveFromChunks(origin.digest, req.path, source, read);
+      found = { stateDigest: origin.digest, value: proof.value, proof };
+    } else {
+      const value = await readAt(origin.digest, req.path, source, read);
+      found = { stateDigest: origin.digest, value };
+    }
+  } else {
+    const state = origin.tree ?? (await loadPartial(origin.digest, source, read));
+    let digest = origin.digest;
+    let stateSeq = origin.seq;
+    for (const event of origin.deltas) {
+      const payload = event.payload as unknown as DeltaPayload;
+      if (payload.baseDigest !== digest || hasRefs(payload.ops)) return undefined;
+      if (payload.baseSeq !== undefined && payload.baseSeq !== stateSeq) return undefined;
+      try {
+        const at = { seq: event.seq, canonical: false };
+        if (!(await applyPartial(state, payload.ops, source, at))) return undefined;
+      } catch (err) {
+        if (err instanceof InvalidDeltaError) return undefined;
+        throw err;
+      }
+      if (state.digest() !== payload.stateDigest) return undefined;
+      digest = payload.stateDigest;
+      stateSeq = event.seq;
+    }
+    if (head && digest !== head.stateDigest) return undefined;
+    const proof = await provePartial(state, req.path, source, read);
+    found = { stateDigest: digest, value: proof.value, ...(req.proof ? { proof } : {}) };
+  }
+  chunks.remember(req.tenant, fetched);
+  return found;
+};
+
 export const readStateValue = async (
   states: StateStore,
   req: StateValueRequest,
@@ -100,22 +163,9 @@ export const readStateValue = async (
       at >= head.stateSeq ? options.cache?.peek(tenant, stream, head.stateDigest) : undefined;
     const tree = warm?.tree;
     if (tree) return { ...answer, stateDigest: head.stateDigest, ...fromTree(tree, segments, req) };
-    if (origin && 'tree' in origin) {
-      return { ...answer, stateDigest: origin.digest, ...fromTree(origin.tree, segments, req) };
-    }
     if (origin) {
-      const { chunks } = states;
-      const fetched = new Map<string, Uint8Array>();
-      const source = boundedSource(chunks.source(tenant, fetched), chunks.concurrency);
-      // The digest is the chain's, so chunks that hash to it are canonical (read.ts).
-      const read = { seq: Math.max(1, origin.seq), canonical: false };
-      let found: { value: JsonValue; proof?: StateProof };
-      if (req.proof) {
-        const proof = await proveFromChunks(origin.digest, req.path, source, read);
-        found = { value: proof.value, proof };
-      } else found = { value: await readAt(origin.digest, req.path, source, read) };
-      chunks.remember(tenant, fetched);
-      return { ...answer, stateDigest: origin.digest, ...found };
+      const found = await fromOrigin(states, req, origin, at >= head.stateSeq ? head : undefined);
+      if (found) return { ...answer, ...found };
     }
   }
   const hydrated = await states.hydrate(tenant, stream, req.at);
