@@ -170,6 +170,63 @@ describe.each(allStores.filter((f) => f.enabled))('reads by path on $name', (fac
     expect(past.value).toEqual(MESSAGES[3]);
   });
 
+  it('replays deltas after the base on a partial tree: reads follow the touched paths, not the state', async () => {
+    const { ledger } = meteredLedger(stores, { snapshotEvery: 25 });
+    await put(ledger, T, 'chat', SEED); // seq 1: deltas 1..24 ride on no base; write one here
+    await ledger.states.writeBaseAt(T, 'chat', 1);
+    await put(ledger, T, 'chat', [{ op: 'set', path: '/turn', value: 2 }]);
+    await put(ledger, T, 'chat', [
+      { op: 'set', path: '/meta/title', value: 'renamed' },
+      { op: 'set', path: '/notes/k5', value: 'a note edited after the base' },
+      { op: 'delete', path: '/notes/k7' },
+    ]);
+    await put(ledger, T, 'chat', [{ op: 'set', path: '/turn', value: 4 }]);
+    for (const at of [4, 3, 2]) {
+      const digest = await recorded(ledger, T, 'chat', at);
+      for (const path of ['/messages/3', '/notes/k5', '/meta', '/turn']) {
+        const reader = fresh();
+        const got = await read(reader.ledger, { path, at: at === 4 ? undefined : at, proof: true });
+        // The state root, the edited notes object whole (its root and ~25 pages: an edited
+        // container's entries are loaded), the path: some 30 of 190-odd chunks.
+        expect(reader.metered.m.chunkGets, `${at} ${path}`).toBeLessThanOrEqual(40);
+        const whole = await wholeAnswer(T, 'chat', path, at);
+        expect(whole.chunkGets).toBeGreaterThan(150);
+        expect(got).toEqual({
+          seq: at,
+          stateDigest: digest,
+          digestVersion: 2,
+          path,
+          value: whole.proof.value,
+          proof: whole.proof,
+        });
+        expect(verifyStateProof(got.proof as StateProof, digest).ok, `${at} ${path}`).toBe(true);
+        const plain = await read(fresh().ledger, { path, at: at === 4 ? undefined : at });
+        expect(plain.value).toEqual(whole.proof.value);
+      }
+    }
+    // An op on the long array loads all of that array's pages (its level-0 entries): most of
+    // this state, though still not the long string beside it.
+    await put(ledger, T, 'chat', [{ op: 'set', path: '/messages/-', value: { role: 'ai' } }]);
+    const reader = fresh();
+    const got = await read(reader.ledger, { path: '/messages/10000', proof: true });
+    expect(got.value).toEqual({ role: 'ai' });
+    const appended = await wholeAnswer(T, 'chat', '/messages/10000');
+    expect(got.proof).toEqual(appended.proof);
+    expect(reader.metered.m.chunkGets).toBeLessThan(appended.chunkGets);
+    // A branch back to an older seq (baseSeq) is hydrated: the same answer either way.
+    const at2 = await recorded(ledger, T, 'chat', 2);
+    await ledger.checkpoints.checkpoint({
+      tenant: T,
+      stream: 'chat',
+      ops: [{ op: 'set', path: '/turn', value: 'branch' }],
+      baseDigest: at2,
+      baseSeq: 2,
+    });
+    const branch = await read(fresh().ledger, { path: '/meta/title', proof: true });
+    expect(branch.value).toBe('chat');
+    expect(branch.proof).toEqual((await wholeAnswer(T, 'chat', '/meta/title')).proof);
+  });
+
   it('fails closed on a tampered chunk on the path, and never reads one off it', async () => {
     const { ledger } = meteredLedger(stores, { snapshotEvery: 1 });
     await put(ledger, T, 'chat', SEED);
