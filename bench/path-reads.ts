@@ -10,7 +10,7 @@ import { printTable } from './harness.js';
 /**
  * Issue 12, partial reads: `GET .../state?path=` of a 5 MiB state whose head is a chunk base,
  * in a new process each time (cold chunk cache), against a whole cold hydration of the same
- * state; then the same read once a delta lies past the base (the hydration fallback).
+ * state; then the same read once typical turns lie past the base (replayed on a partial tree).
  */
 
 const T = 'bench';
@@ -53,17 +53,23 @@ export const runPathReads = async (
   await row('value, head at a base', '/documents/5000', false);
   await row('value + proof, head at a base', '/documents/5000', true);
   await row('value + proof, head at a base', '/messages/50', true);
-  // One delta past the base (K = 25): the read hydrates (base + delta), as documented.
+  // Typical turns past the base (K = 25): replayed on a partial tree (state-v2/partial.ts).
   const writer = new Ledger(
     { objects, records, clock: { now: () => Date.now() } },
     { snapshotEvery: 25 },
   );
-  const { stateDigest } = await writer.appender.readHead(T, 'big');
-  const ops: DeltaOp[] = typicalTurn(3);
-  await writer.checkpoints.checkpoint({ tenant: T, stream: 'big', ops, baseDigest: stateDigest });
-  await row('value + proof, a delta past the base (fallback)', '/documents/5000', true);
+  const turn = async (n: number) => {
+    const { stateDigest } = await writer.appender.readHead(T, 'big');
+    const ops: DeltaOp[] = typicalTurn(n);
+    await writer.checkpoints.checkpoint({ tenant: T, stream: 'big', ops, baseDigest: stateDigest });
+  };
+  await turn(3);
+  await row('value + proof, 1 typical turn past the base', '/documents/5000', true);
+  for (let n = 4; n <= 13; n++) await turn(n);
+  await row('value + proof, 11 typical turns past the base', '/documents/5000', true);
+  await row('value + proof, 11 typical turns past the base', '/messages/50', true);
   printTable('Partial reads: one path of a 5 MiB state on the emulators, cold process', rows);
   console.log(
-    '\nHead at a chunk base: the root object and the chunks on the path, each verified, the root against the chain digest. With deltas past the base the read hydrates (base + deltas); a warm head state (the writing process) reads no object.',
+    '\nHead at a chunk base: the root object and the chunks on the path, each verified, the root against the chain digest. Turns past the base: their segments, then a partial tree loading the containers their ops edit (here the 100-message window) and the path; each turn re-hashed to its recorded digest. A warm head state (the writing process) reads no object.',
   );
 };
