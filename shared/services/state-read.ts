@@ -32,14 +32,17 @@ import { hasRefs } from './values.js';
  * state digest v2: a v1 stream's digest covers the whole state (400).
  *
  * What a v2 read reads, cheapest first (the head is always read and checked against the
- * chain end):
+ * chain end; docs/state-v2.md, "As built"):
  *   1. the head's state warm in this process (the checkpoint cache): nothing more;
- *   2. a stored base snapshot or fork origin that is the state at `at` (state-origin.ts):
- *      its root object, then only the chunks on the path (and the value's own chunks when it
- *      is a node), each checked against its hash, the root against the chain's digest;
- *   3. otherwise (deltas after the base): the state is hydrated and verified whole, as for a
- *      whole read, and the value and proof are taken from its tree. Applying the deltas to
- *      a tree that loads only the chunks they touch is not built (docs/state-v2.md).
+ *   2. a stored base snapshot or fork origin at or below `at`, tied to the chain, and the
+ *      verified events after it (state-origin.ts); with no delta after it, its root object
+ *      and only the chunks on the path (and the value's own chunks when it is a node), each
+ *      checked against its hash;
+ *   3. with deltas after it, those deltas applied to a partial tree that loads only the
+ *      containers their ops edit and the path (state-v2/partial.ts), each delta re-hashed to
+ *      the digest it recorded;
+ *   4. otherwise (a value set by ref, a branch to an older seq, anything that does not add
+ *      up): the state hydrated and verified whole, as for a whole read.
  * v1 streams are always hydrated.
  */
 
