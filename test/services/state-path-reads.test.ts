@@ -1,13 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { verifyStateProof } from '../../shared/client/state-proofs.js';
 import type { JsonValue } from '../../shared/domain/canonical.js';
-import { NotFoundError, TamperedLedgerError } from '../../shared/domain/errors.js';
+import { NotFoundError, PrunedError, TamperedLedgerError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { proveState, type StateProof, walk } from '../../shared/domain/state-v2/index.js';
 import { chunkKey, chunkPrefix } from '../../shared/services/chunk-store.js';
 import type { Ledger, LedgerSettings } from '../../shared/services/ledger.js';
 import { readStateValue, type StateValue } from '../../shared/services/state-read.js';
 import { meteredLedger } from '../support/chunk-world.js';
+import { batch, compactionWorld, manualClock, settle } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**
@@ -300,6 +301,35 @@ describe.each(allStores.filter((f) => f.enabled))('reads by path on $name', (fac
         expect(reader.metered.m.chunkGets, path).toBeLessThanOrEqual(5);
       }
     }
+  });
+
+  it('refuses a seq below the pruning point and reads from the base at it, as hydration does', async () => {
+    const clock = manualClock();
+    const world = compactionWorld(stores, {}, clock);
+    const { ledger } = world;
+    for (let i = 1; i <= 8; i++) {
+      await ledger.appender.append({ tenant: T, stream: 'chat', events: batch(`e${i}`) });
+      await put(ledger, T, 'chat', [{ op: 'set', path: `/k${i}`, value: i }]);
+      clock.advance(1000);
+    }
+    clock.advance(86_400_000 - 500);
+    await ledger.appender.append({ tenant: T, stream: 'chat', events: batch('late') });
+    await ledger.retention.set(T, 'chat', { pruneAfterMs: 86_400_000 });
+    await settle(world, (ms) => clock.advance(ms));
+    const { prunedSeq } = await ledger.retention.get(T, 'chat');
+    expect(prunedSeq).toBe(16);
+    await put(ledger, T, 'chat', [{ op: 'set', path: '/k9', value: 9 }]); // seq 18
+    await expect(read(fresh().ledger, { path: '/k1', at: 15 })).rejects.toBeInstanceOf(PrunedError);
+    for (const at of [16, 17, 18]) {
+      const reader = fresh().ledger;
+      const hydrate = vi.spyOn(reader.states, 'hydrate');
+      const got = await read(reader, { path: '/k8', at, proof: true });
+      expect(hydrate, `at ${at}`).not.toHaveBeenCalled(); // the base at 16, then a delta
+      expect(got).toMatchObject({ seq: at, value: 8 });
+      expect(got.proof).toEqual((await wholeAnswer(T, 'chat', '/k8', at)).proof);
+      expect(verifyStateProof(got.proof as StateProof, got.stateDigest).ok).toBe(true);
+    }
+    expect((await read(fresh().ledger, { path: '/k9' })).value).toBe(9);
   });
 
   it('answers a v2 stream whose base is a JSON snapshot object from that object alone', async () => {
