@@ -26,6 +26,7 @@ import { meteredObjects } from '../test/support/chunk-world.js';
 import { agentState, message, typicalTurn } from './agent-workload.js';
 import { printTable } from './harness.js';
 import { type LangGraphTurn, storeWithLangGraph } from './langgraph.js';
+import { runPathReads } from './path-reads.js';
 
 /**
  * Snapshots v2 against the issue 12 budgets, in one run:
@@ -255,6 +256,11 @@ const hydration = async () => {
     console.log(
       '\nA new process each run (empty chunk cache): root object, then the chunks (at most the bound at once), each verified against its hash; the state checked against its v1 digest.',
     );
+    const first = rows[0] as { 'objects read': number; 'hydrate ms': string };
+    await runPathReads(objects, records, {
+      objects: first['objects read'],
+      ms: Number(first['hydrate ms']),
+    });
   } finally {
     await Promise.all([bucket.cleanup(), table.cleanup()]);
     s3.destroy();
@@ -268,4 +274,8 @@ export const runSnapshotsV2Bench = async () => {
   await hydration();
 };
 
-if (process.argv[1]?.endsWith('snapshots-v2.ts')) await runSnapshotsV2Bench();
+// `npx tsx bench/snapshots-v2.ts --hydration`: only the emulator reads (hydration, paths).
+if (process.argv[1]?.endsWith('snapshots-v2.ts')) {
+  if (process.argv.includes('--hydration')) await hydration();
+  else await runSnapshotsV2Bench();
+}

@@ -120,6 +120,15 @@ export class StateCache {
     return entry?.digest === digest ? entry.state : undefined;
   }
 
+  /**
+   * The entry of `digest` left in place, for a read (state-read.ts): use it synchronously and
+   * never change it, since a checkpoint may take it at the next await.
+   */
+  peek(tenant: string, stream: string, digest: string): WorkingState | undefined {
+    const entry = this.#entries.get(`${tenant}\u0000${stream}`);
+    return entry?.digest === digest ? entry.state : undefined;
+  }
+
   put(tenant: string, stream: string, digest: string, state: WorkingState): void {
     const key = `${tenant}\u0000${stream}`;
     this.#entries.delete(key);
@@ -146,6 +155,11 @@ export class Checkpointer {
 
   constructor(options: CheckpointerOptions) {
     this.#o = { cache: new StateCache(), ...options };
+  }
+
+  /** The warm states of this process's streams (reads by path use them too). */
+  get cache(): StateCache {
+    return this.#o.cache;
   }
 
   async checkpoint(req: CheckpointRequest): Promise<CheckpointResult> {

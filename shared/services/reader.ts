@@ -165,7 +165,8 @@ export class Reader {
   /**
    * Walks the committed segments from `from` in order, verifying each and its link to the
    * one before, `concurrency` fetches at a time; `decode` says what to decode of each (all
-   * of it is verified either way). `visit` returns false to stop.
+   * of it is verified either way). `visit` returns false to stop. `until`: the last seq the
+   * visitor can need; segments after it are not fetched ahead.
    */
   async walk(
     tenant: string,
@@ -174,6 +175,7 @@ export class Reader {
     start: ChainPoint | undefined,
     decode: DecodeFor,
     visit: (segment: Segment, entry: SegmentIndexRecord) => boolean,
+    until?: number,
   ): Promise<ChainPoint | undefined> {
     let prev = start;
     let batch: SegmentIndexRecord[] = [];
@@ -198,6 +200,7 @@ export class Reader {
       return true;
     };
     for await (const entry of this.#index(tenant, stream, from)) {
+      if (until !== undefined && entry.firstSeq > until) break;
       batch.push(entry);
       if (batch.length >= this.#o.concurrency && !(await flush())) return prev;
     }
@@ -248,7 +251,7 @@ export class Reader {
       }
       return scanned < head.seq && events.length < limit && scanned - from + 1 < this.#o.maxScan;
     };
-    await this.walk(tenant, stream, from, undefined, () => ({ only }), visit);
+    await this.walk(tenant, stream, from, undefined, () => ({ only }), visit, only.to);
     if (scanned < from)
       throw new LayoutRaceError(from, 'committed events are missing from the index');
     await anchored;

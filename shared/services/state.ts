@@ -137,6 +137,11 @@ export class StateStore {
     return this.snapshots.chunks;
   }
 
+  /** The reader hydration verifies events with (state-read.ts reads by path through it). */
+  get reader(): Reader {
+    return this.#o.reader;
+  }
+
   get snapshotEvery(): number {
     return this.#o.snapshotEvery;
   }
@@ -241,7 +246,7 @@ export class StateStore {
   }
 
   /** The latest indexed base snapshot at or before `seq`, if any. */
-  async #baseAtOrBefore(tenant: string, stream: string, seq: number) {
+  async baseAtOrBefore(tenant: string, stream: string, seq: number) {
     const page = await this.#o.records.query(streamPk(tenant, stream), {
       skPrefix: SNAPSHOT_INDEX_PREFIX,
       after: snapshotIndexSk(seq + 1),
@@ -272,7 +277,7 @@ export class StateStore {
     // The head is checked against the chain end alongside the first query (a state read that
     // reads no events, at a base's own seq, must not trust an edited head either).
     const [base] = await Promise.all([
-      this.#baseAtOrBefore(tenant, stream, at),
+      this.baseAtOrBefore(tenant, stream, at),
       this.#o.reader.checkHead(tenant, stream, head),
     ]);
     const version = digestVersionOf(head);

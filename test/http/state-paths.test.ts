@@ -6,6 +6,7 @@ import {
   type StateProof,
   verifyProof,
 } from '../../shared/domain/state-v2/index.js';
+import { type Metered, meteredObjects } from '../support/chunk-world.js';
 import {
   createHarness,
   type Harness,
@@ -122,5 +123,38 @@ describe.each(STORE_FACTORIES)('state reads by path on $name stores', (factory) 
     nodes[1] = node.toString('base64');
     expect(verifyProof({ ...proof, nodes }, recorded).ok).toBe(false);
     expect(verifyProof(proof, second.stateDigest).ok).toBe(false);
+  });
+  it('answers a head read by path from the warm state of the process that wrote it', async () => {
+    let metered: Metered | undefined;
+    const w = createHarness(factory, {
+      ledger: { snapshotEvery: 1 },
+      wrapObjects: (objects) => {
+        metered = meteredObjects(objects);
+        return metered.store;
+      },
+    });
+    try {
+      const k = await w.newKey('acme');
+      const res = await w.request('/v1/streams/agent/checkpoints', {
+        key: k,
+        body: {
+          ops: [{ op: 'set', path: '/messages', value: MESSAGES }],
+          baseDigest: EMPTY_STATE_DIGEST_V2,
+        },
+      });
+      const { stateDigest } = await read<{ stateDigest: string }>(res);
+      metered?.reset();
+      const body = await read<ValueBody>(
+        w.request('/v1/streams/agent/state?path=/messages/250&proof=true', { key: k }),
+      );
+      expect(metered?.m.gets).toBe(0);
+      expect(body).toMatchObject({ seq: 1, stateDigest, value: MESSAGES[250] });
+      expect(verifyProof(body.proof as StateProof, stateDigest)).toEqual({
+        ok: true,
+        value: MESSAGES[250],
+      });
+    } finally {
+      w.close();
+    }
   });
 });

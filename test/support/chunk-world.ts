@@ -9,9 +9,11 @@ import type { StorePair } from './stores.js';
 export const meteredObjects = (inner: ObjectStore) => {
   const m = { putBytes: 0, puts: 0, gets: 0, chunkGets: 0, inFlight: 0, maxInFlight: 0 };
   const putKeys: string[] = [];
+  const getKeys: string[] = [];
   const store: ObjectStore = {
     get: async (key) => {
       m.gets++;
+      getKeys.push(key);
       if (key.includes('/chunks/')) m.chunkGets++;
       m.inFlight++;
       m.maxInFlight = Math.max(m.maxInFlight, m.inFlight);
@@ -40,8 +42,9 @@ export const meteredObjects = (inner: ObjectStore) => {
   const reset = () => {
     for (const k of Object.keys(m) as Array<keyof typeof m>) m[k] = 0;
     putKeys.length = 0;
+    getKeys.length = 0;
   };
-  return { store, m, putKeys, reset };
+  return { store, m, putKeys, getKeys, reset };
 };
 
 export type Metered = ReturnType<typeof meteredObjects>;

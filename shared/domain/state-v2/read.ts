@@ -29,7 +29,7 @@ import { Kind, type ObjectEntry, type VNode } from './types.js';
  */
 
 /** A leaf node from its canonical JSON (checked canonical unless trusted) and its hash. */
-const leafOf = (ctx: Context, jcs: Uint8Array, hash: Buffer): VNode => {
+export const leafOf = (ctx: Context, jcs: Uint8Array, hash: Buffer): VNode => {
   const size = jcs.length;
   let value: JsonValue;
   if (ctx.canonical) {
@@ -59,7 +59,11 @@ const parseTrusted = (jcs: Uint8Array): JsonValue => {
 };
 
 /** Level-0 slots of a container, fetching its pages (concurrently) below the root. */
-const slotsOf = async (ctx: Context, parsed: ParsedChunk, pageTag: number): Promise<Slot[]> => {
+export const slotsOf = async (
+  ctx: Context,
+  parsed: ParsedChunk,
+  pageTag: number,
+): Promise<Slot[]> => {
   if (!('slots' in parsed)) return bad('a container page is not a page');
   if (parsed.level === 0) return parsed.slots;
   const pages = await Promise.all(
@@ -74,7 +78,7 @@ const slotsOf = async (ctx: Context, parsed: ParsedChunk, pageTag: number): Prom
   return pages.flat();
 };
 
-const setMember = (target: JsonObject, key: string, value: JsonValue): void => {
+export const setMember = (target: JsonObject, key: string, value: JsonValue): void => {
   if (key === '__proto__') {
     Object.defineProperty(target, key, {
       value,

@@ -121,7 +121,8 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       'Hydrates from one base snapshot and at most K deltas, verifying the chain of every ' +
       'event read and recomputing every digest; a mismatch fails closed (500 ' +
       'ErrTamperedLedger or 409 ErrDivergenceDetected, with the seq). With `path`, answers only ' +
-      'the value there (a `StateValueResult`), and with `proof=true` its Merkle path.',
+      'the value there (a `StateValueResult`), and with `proof=true` its Merkle path; a v2 ' +
+      'state stored as chunks is read only along the path (docs/state-v2.md).',
     security: BEARER_SECURITY,
     middleware: [read] as const,
     request: { params: StreamParams, query: StateQuery },
@@ -145,13 +146,11 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     const { at, path, proof } = c.req.valid('query');
     const tenant = principalOf(c).tenant;
     if (path !== undefined) {
-      const value = await readStateValue(ledger.states, {
-        tenant,
-        stream: streamId,
-        at,
-        path,
-        proof,
-      });
+      const value = await readStateValue(
+        ledger.states,
+        { tenant, stream: streamId, at, path, proof },
+        { cache: ledger.checkpoints.cache },
+      );
       return c.json(value, 200);
     }
     if (proof) throw new InvalidInputError('proof=true needs a path');
