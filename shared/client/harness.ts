@@ -76,7 +76,14 @@ export interface ResumeOptions {
   largeValueBytes?: number;
 }
 
-/** Set ops above this canonical size go by ref unless told otherwise (one chunk's worth). */
+/**
+ * Set ops above this canonical size go by ref unless told otherwise (one chunk's worth).
+ *
+ * @example
+ * ```ts
+ * const run = await resume(client, 'run-1', { largeValueBytes: DEFAULT_LARGE_VALUE_BYTES / 4 });
+ * ```
+ */
 export const DEFAULT_LARGE_VALUE_BYTES = 1024 * 1024;
 
 const obsKey = (o: Pick<Observation, 'turn' | 'name' | 'index'>) =>

@@ -76,7 +76,14 @@ export interface ValueTransferOptions {
   concurrency?: number;
 }
 
-/** Chunk requests in flight at once unless told otherwise. */
+/**
+ * Chunk requests in flight at once unless told otherwise.
+ *
+ * @example
+ * ```ts
+ * const ref = await client.putValue(doc, { concurrency: 2 * DEFAULT_CHUNK_CONCURRENCY });
+ * ```
+ */
 export const DEFAULT_CHUNK_CONCURRENCY = 4;
 
 const HASH = /^[0-9a-f]{64}$/;

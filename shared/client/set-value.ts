@@ -52,7 +52,14 @@ export const stateDigestAfter = (
   version: DigestVersion = NEW_STREAM_DIGEST_VERSION,
 ): string => digestOfState(applyOps(structuredClone(state) as JsonObject, ops as never), version);
 
-/** {@link HefestoClient.setValue}: upload, then one checkpoint setting the ref. */
+/**
+ * {@link HefestoClient.setValue}: upload, then one checkpoint setting the ref.
+ *
+ * @example
+ * ```ts
+ * const { ref } = await setLargeValue(client, 'run-1', '/doc', doc, { baseDigest }, {});
+ * ```
+ */
 export const setLargeValue = async (
   client: HefestoClient,
   streamId: string,
