@@ -31,6 +31,7 @@ import {
 } from './append-model.js';
 import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
 import { chainEndCheck, commitExtras, deltaSeqsOf, labelledOf } from './commit-extras.js';
+import { replayedResponse, storedReceipt } from './idem-receipt.js';
 import {
   headKey,
   idempotencyRecordKey,
@@ -323,7 +324,7 @@ export class Appender {
     if (record.digest !== req.idempotency.digest || record.stream !== req.stream) {
       throw new IdempotencyKeyReusedError();
     }
-    return { response: record.body, replayed: true };
+    return { response: replayedResponse(record, req.tenant, this.#o.signer), replayed: true };
   }
 
   /**
@@ -533,10 +534,9 @@ export class Appender {
           stream,
           digest: segment.requestDigest,
           status: 201,
-          body: {
-            ...responseOf(segment, segment.stateDigest),
-            ...(tree.receipt && { treeHead: tree.receipt as unknown as JsonValue }),
-          } as JsonValue,
+          body: responseOf(segment, segment.stateDigest) as unknown as JsonValue,
+          // Unsigned: a retry signs it again (idem-receipt.ts).
+          ...(tree.receipt && { receipt: storedReceipt(tree.receipt) }),
           createdAt: now,
           ...ttl,
         },
