@@ -32,6 +32,7 @@ import {
 import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
 import { chainEndCheck, commitExtras, deltaSeqsOf, labelledOf } from './commit-extras.js';
 import { replayedResponse, storedReceipt } from './idem-receipt.js';
+import { labelOfSk } from './labels.js';
 import {
   headKey,
   idempotencyRecordKey,
@@ -556,7 +557,7 @@ export class Appender {
       }
       const refused = err instanceof ConflictError ? ops[err.index ?? -1] : undefined;
       if (refused && extras.labelPuts.has(refused) && refused.kind === 'put') {
-        throw new LabelExistsError(String(refused.item.label));
+        throw new LabelExistsError(labelOfSk(refused.item.sk));
       }
       const moved = err instanceof ConflictError && err.index === 0 && head.exists;
       const stored = moved ? (err.current as Item | undefined) : undefined;
