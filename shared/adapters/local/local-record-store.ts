@@ -145,8 +145,11 @@ export class LocalRecordStore implements RecordStore {
           lane: 'records',
           busyTimeoutMs,
         });
-    // On open, before any other write of ours: one synchronous write is fine here.
-    db.prepare(RECORD_WRITES.purge).run(this.#clock.now());
+    // On open, before any other write of ours: one synchronous write is fine here, and so
+    // is giving the pages it freed back (a no-op unless the file has incremental vacuum).
+    if (db.prepare(RECORD_WRITES.purge).run(this.#clock.now()).changes > 0 && !inMemory) {
+      db.pragma('incremental_vacuum');
+    }
   }
 
   close(): void {
