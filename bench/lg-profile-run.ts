@@ -34,13 +34,15 @@ if (!process.env.NOCOMPACT) {
       method: 'POST',
       headers: { authorization: `Bearer ${ROOT}` },
     });
+    if (!res.ok) throw new Error(`compact: ${res.status} ${await res.text()}`);
     return (await res.json()) as { more: boolean; objectsDeleted: number };
   };
-  for (let i = 0; i < 20; i++) {
+  for (let i = 0, idle = 0; i < 40 && idle < 2; i++) {
     const r = await pass();
     await new Promise((r2) => setTimeout(r2, 1100));
     const again = await pass();
-    if (!r.more && !again.more && again.objectsDeleted === 0) break;
+    const quiet = !r.more && !again.more && r.objectsDeleted === 0 && again.objectsDeleted === 0;
+    idle = quiet ? idle + 1 : 0;
   }
 }
 server.child.kill('SIGTERM');
