@@ -34,8 +34,9 @@ const tid = (() => {
 
 /**
  * Free pages (left by deletions) are given back to the file system once they are at least
- * this many bytes and a tenth of the file: compaction deletes merged and superseded objects,
- * and without it the files never shrink.
+ * this many bytes and a quarter of the file: compaction deletes merged and superseded objects,
+ * and without it the files never shrink. Not sooner: a vacuum moves pages and syncs, and the
+ * deletions of one compaction come as many small commits.
  */
 const VACUUM_MIN_FREE_BYTES = 256 * 1024;
 
@@ -88,7 +89,7 @@ const vacuumIfDue = (entry) => {
   entry.deleted = false;
   const free = entry.db.pragma('freelist_count', { simple: true });
   const pages = entry.db.pragma('page_count', { simple: true });
-  if (free * entry.pageSize < VACUUM_MIN_FREE_BYTES || free * 10 < pages) return;
+  if (free * entry.pageSize < VACUUM_MIN_FREE_BYTES || free * 4 < pages) return;
   entry.db.pragma('incremental_vacuum');
   stats.vacuums++;
   stats.commits++;
