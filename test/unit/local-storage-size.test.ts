@@ -198,4 +198,20 @@ describe('objects.sqlite on disk', () => {
     expect(after.pages).toBeLessThan(full.pages / 4);
     expect(statSync(path).size).toBeLessThan((full.pages * full.pageSize) / 4);
   });
+
+  describe('closing a store', () => {
+    it('gives back the free pages too few to vacuum while serving', async () => {
+      const objects = new LocalObjectStore({ dir });
+      for (let i = 0; i < 40; i++) await objects.putIfAbsent(`t/a/k/${i}`, randomBytes(8192));
+      for (let i = 0; i < 10; i++) await objects.delete(`t/a/k/${i}`);
+      const path = join(dir, 'objects.sqlite');
+      const serving = pages(path);
+      expect(serving.free).toBeGreaterThan(0); // under the serving threshold: still free
+      objects.close();
+      await drained();
+      const after = pages(path);
+      expect(after.free).toBe(0);
+      expect(after.pages).toBeLessThan(serving.pages);
+    });
+  });
 });

@@ -209,7 +209,18 @@ const run = (batch) => {
   }
   for (const m of batch) {
     if (m.t === 'close') {
-      dbs.get(m.db)?.db?.close();
+      const entry = dbs.get(m.db);
+      // The store is closing: nothing waits for a vacuum now, so free pages go back whatever
+      // their number (a crash in it leaves the file as it was).
+      try {
+        if (entry?.incremental && entry.db.pragma('freelist_count', { simple: true }) > 0) {
+          entry.db.pragma('incremental_vacuum');
+          stats.vacuums++;
+        }
+      } catch {
+        // busy (another process writing): the next close or deleting commit does it
+      }
+      entry?.db?.close();
       dbs.delete(m.db);
     } else if (m.t === 'stats') {
       parentPort.postMessage([{ id: m.id, ok: true, stats: { ...stats, tids: tid ? [tid] : [] } }]);
