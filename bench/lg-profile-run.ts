@@ -6,6 +6,11 @@ import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph
 import { HefestoSaver } from '../packages/langgraph/src/index.js';
 import { startServer } from '../scripts/lib/server-process.js';
 
+/**
+ * The HefestoSaver part of langgraph-savers.ts alone, keeping its data directory (OUT, else a
+ * new temp dir, printed) to look into: which records and objects hold the bytes, free pages.
+ * NOCOMPACT=1 skips the compaction. HEFESTO_BENCH_LG_INVOKES as there (default 500).
+ */
 const INVOKES = Number(process.env.HEFESTO_BENCH_LG_INVOKES ?? 500);
 const ROOT = 'bench-root-key-0123456789abcdef0123';
 const filler =
