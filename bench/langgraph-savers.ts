@@ -137,12 +137,15 @@ const compactAll = async (url: string) => {
     if (!res.ok) throw new Error(`compact: ${res.status} ${await res.text()}`);
     return (await res.json()) as { more: boolean; objectsDeleted: number };
   };
-  // Superseded objects go after the grace period (1 s here): pass, wait, pass again.
-  for (let i = 0; i < 20; i++) {
+  // Superseded objects go after the grace period (1 s here): pass, wait, pass again, until
+  // two rounds in a row find nothing to do (a long merge pass can end before its garbage is
+  // due, so one idle round is not enough).
+  for (let i = 0, idle = 0; i < 40 && idle < 2; i++) {
     const r = await pass();
     await new Promise((r2) => setTimeout(r2, 1100));
     const again = await pass();
-    if (!r.more && !again.more && again.objectsDeleted === 0) return;
+    const quiet = !r.more && !again.more && r.objectsDeleted === 0 && again.objectsDeleted === 0;
+    idle = quiet ? idle + 1 : 0;
   }
 };
 

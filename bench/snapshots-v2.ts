@@ -4,6 +4,7 @@ import { join, sep } from 'node:path';
 import Database from 'better-sqlite3';
 import { DynamoRecordStore } from '../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../shared/adapters/aws/s3-object-store.js';
+import { durableWriterStats } from '../shared/adapters/local/durable-writer.js';
 import { LocalObjectStore } from '../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../shared/adapters/local/local-record-store.js';
 import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
@@ -108,6 +109,9 @@ const storage = async () => {
     }
     objects.close();
     records.close();
+    // The writer's threads close their connections after the writes sent before: once they
+    // answer, the last connection folded the WAL into the database files (measured below).
+    await durableWriterStats();
     const db = new Database(join(dir, 'records.sqlite'), { readonly: true });
     const pages = Number(db.pragma('page_count', { simple: true }));
     const free = Number(db.pragma('freelist_count', { simple: true }));

@@ -27,7 +27,9 @@ import { createEmbedded } from './wiring/embedded.js';
  *   2. wait for in-flight requests (and a compaction pass), at most SHUTDOWN_GRACE_MS, then cut
  *      what is left (an append cut here is safe: its retry with the same Idempotency-Key
  *      resumes it);
- *   3. close the stores (SQLite, data directory lock) and exit 0.
+ *   3. close the stores (SQLite, data directory lock), wait until the durable writer's threads
+ *      have closed their connections too (so the WAL is folded into the database files), and
+ *      exit 0.
  */
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -79,8 +81,15 @@ const start = async (): Promise<void> => {
     server.close(() => {
       clearTimeout(force);
       clearInterval(sweep);
-      void compactionStopped.then(() => {
+      void compactionStopped.then(async () => {
         embedded.close();
+        // The writer's threads close their connections in order after every write sent
+        // before; a request answered after them says they are done (the last connection
+        // to close folds the WAL into the database file), bounded by the grace period.
+        await Promise.race([
+          embedded.durableWriterStats().catch(() => undefined),
+          new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
+        ]);
         embedded.logger.info('stopped');
         process.exit(0);
       });

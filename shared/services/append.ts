@@ -31,6 +31,8 @@ import {
 } from './append-model.js';
 import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
 import { chainEndCheck, commitExtras, deltaSeqsOf, labelledOf } from './commit-extras.js';
+import { replayedResponse, storedReceipt } from './idem-receipt.js';
+import { labelOfSk } from './labels.js';
 import {
   headKey,
   idempotencyRecordKey,
@@ -323,7 +325,7 @@ export class Appender {
     if (record.digest !== req.idempotency.digest || record.stream !== req.stream) {
       throw new IdempotencyKeyReusedError();
     }
-    return { response: record.body, replayed: true };
+    return { response: replayedResponse(record, req.tenant, this.#o.signer), replayed: true };
   }
 
   /**
@@ -533,10 +535,9 @@ export class Appender {
           stream,
           digest: segment.requestDigest,
           status: 201,
-          body: {
-            ...responseOf(segment, segment.stateDigest),
-            ...(tree.receipt && { treeHead: tree.receipt as unknown as JsonValue }),
-          } as JsonValue,
+          body: responseOf(segment, segment.stateDigest) as unknown as JsonValue,
+          // Unsigned: a retry signs it again (idem-receipt.ts).
+          ...(tree.receipt && { receipt: storedReceipt(tree.receipt) }),
           createdAt: now,
           ...ttl,
         },
@@ -556,7 +557,7 @@ export class Appender {
       }
       const refused = err instanceof ConflictError ? ops[err.index ?? -1] : undefined;
       if (refused && extras.labelPuts.has(refused) && refused.kind === 'put') {
-        throw new LabelExistsError(String(refused.item.label));
+        throw new LabelExistsError(labelOfSk(refused.item.sk));
       }
       const moved = err instanceof ConflictError && err.index === 0 && head.exists;
       const stored = moved ? (err.current as Item | undefined) : undefined;

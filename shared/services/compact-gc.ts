@@ -39,14 +39,21 @@ import { GARBAGE_PREFIX, headKey, ORPHAN_PREFIX, sweepKey, toHead } from './layo
  * append can commit only `seg/{head+1}`, so such a key can never be committed again.
  */
 
-/** Collects garbage and orphans whose grace has passed. */
-export const collectGarbage = async (deps: CompactDeps, visit: Visit): Promise<void> => {
+/**
+ * Collects garbage and orphans whose grace has passed. `partial`: the visit ran out of time
+ * with some of it left, so the caller schedules the stream's next visit now (no other record
+ * would: the visits the merges scheduled for this garbage are the one running).
+ */
+export const collectGarbage = async (
+  deps: CompactDeps,
+  visit: Visit,
+): Promise<'done' | 'partial'> => {
   const { objects, records, clock } = deps;
   const { tenant, stream } = visit;
   const now = clock.now();
   for (const item of await readPrefix(records, tenant, stream, GARBAGE_PREFIX)) {
     if (typeof item.deleteAfter !== 'number' || item.deleteAfter > now) break;
-    if (pastDeadline(deps, visit)) return;
+    if (pastDeadline(deps, visit)) return 'partial';
     const keys = Array.isArray(item.objects) ? item.objects.map(String) : [];
     await mapLimit(keys, IO_CONCURRENCY, (key) => objects.delete(key));
     visit.stats.objectsDeleted += keys.length;
@@ -58,13 +65,13 @@ export const collectGarbage = async (deps: CompactDeps, visit: Visit): Promise<v
   const orphans = (await readPrefix(records, tenant, stream, ORPHAN_PREFIX)).filter(
     (item) => typeof item.deleteAfter === 'number' && item.deleteAfter <= now,
   );
-  if (orphans.length === 0) return;
+  if (orphans.length === 0) return 'done';
   const headItem = await records.get(headKey(tenant, stream));
-  if (!headItem) return;
+  if (!headItem) return 'done';
   const head = toHead(headItem);
   const live = new Set((await readIndex(records, tenant, stream)).map((r) => r.objectKey));
   for (const item of orphans) {
-    if (pastDeadline(deps, visit)) return;
+    if (pastDeadline(deps, visit)) return 'partial';
     const key = String(item.objectKey);
     const parsed = parseSegmentKey(key);
     const orphaned =
@@ -77,6 +84,7 @@ export const collectGarbage = async (deps: CompactDeps, visit: Visit): Promise<v
     await records.delete({ pk: item.pk, sk: item.sk });
     deps.crash?.('garbage-cleared');
   }
+  return 'done';
 };
 
 /**

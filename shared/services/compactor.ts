@@ -309,7 +309,7 @@ export class Compactor {
     const before = visit.stats.segmentsWritten;
     const merged = await mergeStream(deps, limits, visit);
     if (visit.stats.segmentsWritten > before) visit.stats.compacted++;
-    await collectGarbage(deps, visit);
+    if ((await collectGarbage(deps, visit)) === 'partial') return 'partial';
     await sweepOrphans(deps, limits, visit);
     return merged;
   }

@@ -8,16 +8,19 @@ import { pad16, streamPk } from './layout.js';
  * Checkpoint labels and the checkpoint list (docs/records-v2.md), records beside the head in
  * the stream's own partition:
  *
- * | record           | sk                        | attributes                                   |
- * | ---------------- | ------------------------- | -------------------------------------------- |
- * | checkpoint label | `label#{label}`           | seq, stateDigest, meta?, parentLabel?, ...   |
- * | checkpoint list  | `ckpt#{pad16(INV - seq)}` | seq, label, meta?, parentLabel?              |
+ * | record           | sk                        | attributes                                            |
+ * | ---------------- | ------------------------- | ----------------------------------------------------- |
+ * | checkpoint label | `label#{label}`           | seq                                                   |
+ * | checkpoint list  | `ckpt#{pad16(INV - seq)}` | seq, label, stateDigest, meta?, parentLabel?, parentSeq?, createdAt |
  *
  * Both are written by the commit transaction of the delta that carries the label, derived
  * from the delta's payload (so a writer rolling a dead writer's segment forward writes them
  * exactly as its writer would have). The label put is `notExists`: a label is unique in its
- * stream. `GET .../checkpoints/{label}` is one get; the list is one ascending query on the
- * `ckpt#` prefix (newest first), its cost proportional to the page.
+ * stream. `GET .../checkpoints/{label}` is two gets (the label's seq, then its list entry);
+ * the list is one ascending query on the `ckpt#` prefix (newest first), its cost proportional
+ * to the page. The label record holds only the seq: everything else is in the list entry,
+ * once (a labelled checkpoint stored both in full before, ~45% of its records' bytes twice).
+ * Label records written before hold everything themselves and are answered alone.
  */
 
 /**
@@ -38,6 +41,9 @@ export const labelKey = (tenant: string, stream: string, label: string): ItemKey
 });
 
 export const ckptSk = (seq: number): string => `${CKPT_PREFIX}${pad16(INV - seq)}`;
+
+/** The label a label record's sort key names. */
+export const labelOfSk = (sk: string): string => sk.slice(LABEL_PREFIX.length);
 
 export interface LabelRecord {
   label: string;
@@ -114,15 +120,7 @@ export const labelOps = (
     const shared = optional({ metaJson, parentLabel });
     ops.push({
       kind: 'put',
-      item: {
-        ...labelKey(tenant, stream, p.label),
-        label: p.label,
-        seq: event.seq,
-        stateDigest: p.stateDigest,
-        ...shared,
-        ...optional({ parentSeq: typeof p.baseSeq === 'number' ? p.baseSeq : undefined }),
-        createdAt: now,
-      },
+      item: { ...labelKey(tenant, stream, p.label), seq: event.seq },
       conditions: [{ op: 'notExists' }],
     });
     ops.push({
@@ -132,7 +130,10 @@ export const labelOps = (
         sk: ckptSk(event.seq),
         label: p.label,
         seq: event.seq,
+        stateDigest: p.stateDigest,
         ...shared,
+        ...optional({ parentSeq: typeof p.baseSeq === 'number' ? p.baseSeq : undefined }),
+        createdAt: now,
       },
     });
   }
@@ -194,9 +195,16 @@ export class CheckpointLabels {
   constructor(readonly records: RecordStore) {}
 
   async get(tenant: string, stream: string, label: string): Promise<LabelRecord> {
-    const item = await this.records.get(labelKey(tenant, stream, label));
+    const key = labelKey(tenant, stream, label);
+    const item = await this.records.get(key);
     if (!item) throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
-    return toLabel(item);
+    if (typeof item.stateDigest === 'string') return toLabel(item); // written before
+    // Same commit as the label record: the entry is there (deleted with the stream only).
+    const entry = await this.records.get({ pk: key.pk, sk: ckptSk(Number(item.seq)) });
+    if (!entry || entry.label !== label) {
+      throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+    }
+    return toLabel(entry);
   }
 
   async exists(tenant: string, stream: string, label: string): Promise<boolean> {

@@ -157,7 +157,10 @@ export interface IdempotencyRecord {
   stream: string;
   digest: string;
   status: number;
+  /** The response, without its receipt when `receipt` holds it (idem-receipt.ts). */
   body: AppendResponse;
+  /** The receipt's signed fields, unsigned (idem-receipt.ts); absent on older records. */
+  receipt?: unknown;
   createdAt: number;
 }
 
@@ -242,6 +245,7 @@ export const toIdempotency = (item: Item): IdempotencyRecord => ({
   digest: str(item, 'digest'),
   status: num(item, 'status'),
   body: item.body as unknown as AppendResponse,
+  ...(item.receipt === undefined ? {} : { receipt: item.receipt }),
   createdAt: num(item, 'createdAt'),
 });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { JsonValue } from '../domain/canonical.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
@@ -12,13 +13,18 @@ import type { Reader } from './reader.js';
  * tasks of the superstep after that checkpoint, kept until the next checkpoint supersedes
  * them. Records in the stream's partition (docs/records-v2.md):
  *
- *   sk = pw#{label}#{hex(taskPath)}#{hex(taskId)}#{pad16(idx + 2^31)}
+ *   sk = pw#{label}#{task}#{pad10(idx + 2^31)}   task = base64url(SHA-256(taskPath NUL taskId))[0, 16)
  *
  * Task paths and ids are any strings (LangGraph's task paths hold spaces and commas, the
- * validation suite's task ids underscores), so they enter the key as the hex of their UTF-8:
- * that sorts like their code points, and no hex digit sorts below `#`, so an ascending query
- * answers the writes in LangGraph's `writesSortKey` order (task path, task id, idx) with no
- * sort in memory, and no write can form another record's key.
+ * validation suite's task ids underscores), so they enter the key as 96 bits of a digest of
+ * both (no write can form another record's key); the record holds them as they are, and
+ * `list` sorts in memory into LangGraph's `writesSortKey` order (task path, task id, idx) by
+ * code points (the order of their UTF-8 bytes). A label's writes are read whole anyway.
+ *
+ * Records written before (h14) have the longer key `pw#{label}#{hex(taskPath)}#{hex(taskId)}#
+ * {pad16(idx + 2^31)}` (~200 bytes a write, more than most values); `list` reads both. A write
+ * stored under the old key and retried under the new one is the same write: `list` keeps one
+ * (the old for idx >= 0, insert-once; the new for negative idx, last wins).
  *
  * Each write is its own conditional put: `notExists` for idx >= 0 (insert-once: a retry of
  * the same writes, or a stale worker's, changes nothing), unconditional for the negative
@@ -55,8 +61,20 @@ const checkTask = (value: string, what: string) => {
 
 export const writesPrefix = (label: string) => `pw#${label}#`;
 
-export const pendingWriteSk = (label: string, taskPath: string, taskId: string, idx: number) =>
-  `${writesPrefix(label)}${hex(taskPath)}#${hex(taskId)}#${pad16(idx + IDX_OFFSET)}`;
+/** The key of a write (see above). */
+export const pendingWriteSk = (label: string, taskPath: string, taskId: string, idx: number) => {
+  const task = createHash('sha256').update(`${taskPath}\u0000${taskId}`, 'utf8').digest();
+  const idxKey = String(idx + IDX_OFFSET).padStart(10, '0');
+  return `${writesPrefix(label)}${task.toString('base64url').slice(0, 16)}#${idxKey}`;
+};
+
+/** The sort key of a write: what the key of records written before was (its order). */
+const sortKey = (w: PendingWrite) =>
+  `${hex(w.taskPath)}#${hex(w.taskId)}#${pad16(w.idx + IDX_OFFSET)}`;
+
+/** The old key's task part is hex: `{hex}#{hex}#{16 digits}` after the label's prefix. */
+const isOldKey = (sk: string, label: string) =>
+  /^[0-9a-f]*#[0-9a-f]*#\d{16}$/.test(sk.slice(writesPrefix(label).length));
 
 const toWrite = (item: Item): PendingWrite => ({
   taskId: String(item.taskId),
@@ -133,7 +151,7 @@ export class PendingWrites {
   /** Every pending write of the label, in (task path, task id, idx) order. */
   async list(tenant: string, stream: string, label: string): Promise<PendingWrite[]> {
     await this.#checkLabel(tenant, stream, label);
-    const out: PendingWrite[] = [];
+    const found: Array<{ write: PendingWrite; key: string; old: boolean }> = [];
     let after: string | undefined;
     do {
       const page = await this.deps.records.query(streamPk(tenant, stream), {
@@ -141,9 +159,28 @@ export class PendingWrites {
         after,
         limit: 1000,
       });
-      out.push(...page.items.map(toWrite));
+      for (const item of page.items) {
+        const write = toWrite(item);
+        found.push({ write, key: sortKey(write), old: isOldKey(item.sk, label) });
+      }
       after = page.next;
     } while (after !== undefined);
+    // Code-point order of the keys' parts (hex of UTF-8 sorts like the bytes), then one write
+    // per key: the one stored first for idx >= 0, the newer for negative idx.
+    found.sort((a, b) =>
+      a.key < b.key ? -1 : a.key > b.key ? 1 : a.old === b.old ? 0 : a.old ? -1 : 1,
+    );
+    const out: PendingWrite[] = [];
+    for (let i = 0; i < found.length; i++) {
+      const f = found[i] as (typeof found)[number];
+      const next = found[i + 1];
+      if (next?.key === f.key) {
+        out.push(f.write.idx >= 0 ? f.write : next.write);
+        i++;
+        continue;
+      }
+      out.push(f.write);
+    }
     return out;
   }
 }

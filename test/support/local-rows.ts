@@ -1,10 +1,13 @@
 import { join } from 'node:path';
+import { inflateSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 
 /**
  * The objects of an embedded data directory as stored (object layout 3: rows of
  * `objects.sqlite`), for tests that change bytes behind the service's back, as someone with
- * the disk could. The etag column is left as it was: a tamperer need not fix it.
+ * the disk could. The etag column is left as it was: a tamperer need not fix it. `read` answers
+ * an object's own bytes (a compressed row inflated, object-codec.ts); `write` stores bytes as
+ * they are (a row with `size` = its length), which the store reads back unchanged.
  */
 export interface StoredRows {
   /** Keys holding `part`, in order. */
@@ -22,8 +25,9 @@ export const storedRows = (dataDir: string): StoredRows => {
     'SELECT key FROM objects WHERE instr(key, ?) > 0 ORDER BY key',
   );
   keys.pluck();
-  const read = db.prepare<[string], Buffer>('SELECT body FROM objects WHERE key = ?');
-  read.pluck();
+  const read = db.prepare<[string], { body: Buffer; size: number }>(
+    'SELECT body, size FROM objects WHERE key = ?',
+  );
   const write = db.prepare('UPDATE objects SET body = ?, size = ? WHERE key = ?');
   const insert = db.prepare(
     'INSERT OR REPLACE INTO objects (key, etag, size, body) VALUES (?, ?, ?, ?)',
@@ -35,9 +39,9 @@ export const storedRows = (dataDir: string): StoredRows => {
   return {
     keys: (part) => keys.all(part),
     read: (key) => {
-      const body = read.get(key);
-      if (!body) throw new Error(`no object ${key}`);
-      return body;
+      const row = read.get(key);
+      if (!row) throw new Error(`no object ${key}`);
+      return row.body.length < row.size ? inflateSync(row.body) : row.body;
     },
     write: (key, body) => {
       if (write.run(body, body.length, key).changes === 0) {

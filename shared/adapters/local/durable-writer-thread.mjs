@@ -32,8 +32,19 @@ const tid = (() => {
   }
 })();
 
+/**
+ * Free pages (left by deletions) are given back to the file system once they are at least
+ * this many bytes and a quarter of the file: compaction deletes merged and superseded objects,
+ * and without it the files never shrink. Not sooner: a vacuum moves pages and syncs, and the
+ * deletions of one compaction come as many small commits.
+ */
+const VACUUM_MIN_FREE_BYTES = 256 * 1024;
+
 const dbs = new Map();
-const stats = { batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 };
+const stats = {
+  ...{ batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 },
+  vacuums: 0,
+};
 
 const errorOf = (err) => ({
   message: err instanceof Error ? err.message : String(err),
@@ -60,8 +71,41 @@ const open = ({ db: id, path, statements, busyTimeoutMs }) => {
     undo: db.prepare('ROLLBACK TO w'),
     sinceCheckpoint: 0,
     restarts: false,
+    // 2: incremental (set when the database was created; see local-record-store.ts).
+    incremental: db.pragma('auto_vacuum', { simple: true }) === 2,
+    pageSize: db.pragma('page_size', { simple: true }),
+    deleted: false,
   });
 };
+
+/**
+ * After a commit that deleted rows: when the free pages are worth it, move them to the end
+ * of the file and cut it (SQLite's incremental vacuum, a write transaction of its own: a
+ * crash in it leaves the database as it was before it). Runs here, on the writer's thread,
+ * between two groups of writes, so writes queued meanwhile wait for it like for a commit.
+ */
+const vacuumIfDue = (entry) => {
+  if (!entry.incremental || !entry.deleted) return;
+  entry.deleted = false;
+  const free = entry.db.pragma('freelist_count', { simple: true });
+  const pages = entry.db.pragma('page_count', { simple: true });
+  if (free * entry.pageSize < VACUUM_MIN_FREE_BYTES || free * 4 < pages) return;
+  entry.db.pragma('incremental_vacuum');
+  stats.vacuums++;
+  stats.commits++;
+  stats.fsyncs += 1;
+  checkpointIfDue(entry);
+};
+
+/** Statements that delete rows (their changes make free pages). */
+const DELETES = new Set(['remove', 'purge']);
+
+/** A checked value is unchanged: the same string, or a BLOB of the same bytes. */
+const same = (value, expected) =>
+  value === expected ||
+  (value instanceof Uint8Array &&
+    expected instanceof Uint8Array &&
+    Buffer.compare(value, expected) === 0);
 
 /** One write inside the open transaction, in its savepoint. */
 const apply = (entry, write) => {
@@ -70,7 +114,7 @@ const apply = (entry, write) => {
   try {
     for (let i = 0; i < write.checks.length; i++) {
       const [params, expected] = write.checks[i];
-      if ((statements.check.get(...params) ?? null) !== expected) {
+      if (!same(statements.check.get(...params) ?? null, expected)) {
         entry.release.run();
         return { id: write.id, stale: i };
       }
@@ -112,6 +156,9 @@ const commitGroup = (id, writes) => {
     return writes.map((w) => ({ id: w.id, error }));
   }
   const results = writes.map((w) => apply(entry, w));
+  const deleted = writes.some(
+    (w, i) => results[i].ok && results[i].changes > 0 && w.writes.some(([n]) => DELETES.has(n)),
+  );
   try {
     entry.commit.run();
   } catch (err) {
@@ -125,6 +172,7 @@ const commitGroup = (id, writes) => {
   stats.writes += writes.length;
   stats.maxBatch = Math.max(stats.maxBatch, writes.length);
   checkpointIfDue(entry);
+  if (deleted) entry.deleted = true;
   return results;
 };
 
@@ -149,9 +197,30 @@ const run = (batch) => {
   }
   // Each database's answers leave as soon as its transaction is durable.
   for (const [id, writes] of groups) parentPort.postMessage(commitGroup(id, writes));
+  // Answered first: a vacuum delays only the writes that arrive while it runs.
+  for (const id of groups.keys()) {
+    const entry = dbs.get(id);
+    if (!entry?.db) continue;
+    try {
+      vacuumIfDue(entry);
+    } catch {
+      entry.deleted = true; // busy (another process writing): the next deleting commit retries
+    }
+  }
   for (const m of batch) {
     if (m.t === 'close') {
-      dbs.get(m.db)?.db?.close();
+      const entry = dbs.get(m.db);
+      // The store is closing: nothing waits for a vacuum now, so free pages go back whatever
+      // their number (a crash in it leaves the file as it was).
+      try {
+        if (entry?.incremental && entry.db.pragma('freelist_count', { simple: true }) > 0) {
+          entry.db.pragma('incremental_vacuum');
+          stats.vacuums++;
+        }
+      } catch {
+        // busy (another process writing): the next close or deleting commit does it
+      }
+      entry?.db?.close();
       dbs.delete(m.db);
     } else if (m.t === 'stats') {
       parentPort.postMessage([{ id: m.id, ok: true, stats: { ...stats, tids: tid ? [tid] : [] } }]);

@@ -19,8 +19,11 @@ import { UnavailableError } from '../../domain/errors.js';
 
 export type SqlValue = string | number | bigint | Uint8Array | null;
 
-/** Values for the database's `check` statement, and the single value it must still return. */
-export type Check = [params: SqlValue[], expected: string | null];
+/**
+ * Values for the database's `check` statement, and the single value it must still return
+ * (a BLOB compares by its bytes).
+ */
+export type Check = [params: SqlValue[], expected: string | Uint8Array | null];
 /** A named statement of the database and its parameters. */
 export type Write = [statement: string, params: SqlValue[]];
 
@@ -41,6 +44,8 @@ export interface DurableWriterStats {
   /** File syncs SQLite issued for them: one per commit, two per checkpoint. */
   fsyncs: number;
   maxBatch: number;
+  /** Incremental vacuums run after deleting commits (each also counts as a commit). */
+  vacuums: number;
   /** The writer threads' Linux thread ids (where /proc tells), to read their CPU time. */
   tids: number[];
 }
@@ -209,6 +214,7 @@ export const startDurableWriter = (): void => {
 export const durableWriterStats = async (): Promise<DurableWriterStats> => {
   const total: DurableWriterStats = {
     ...{ batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 },
+    vacuums: 0,
     tids: [],
   };
   for (const thread of threads.values()) {
@@ -220,6 +226,7 @@ export const durableWriterStats = async (): Promise<DurableWriterStats> => {
     total.commits += stats.commits;
     total.checkpoints += stats.checkpoints;
     total.fsyncs += stats.fsyncs;
+    total.vacuums += stats.vacuums ?? 0;
     total.maxBatch = Math.max(total.maxBatch, stats.maxBatch);
     total.tids.push(...stats.tids);
   }

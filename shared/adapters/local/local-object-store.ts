@@ -16,6 +16,7 @@ import { type RetryOptions, withRetries } from '../retry.js';
 import { acquireDirLock } from './dir-lock.js';
 import { mkdirDurable } from './durable-fs.js';
 import { DurableDatabase, DurableWriteError } from './durable-writer.js';
+import { decodeObject, encodeObject } from './object-codec.js';
 import { ensureLayout, type LayoutResult } from './object-layout.js';
 import { etagOf, OBJECT_WRITES, OBJECTS_DB, openObjectsDb } from './objects-db.js';
 
@@ -129,13 +130,15 @@ export class LocalObjectStore implements ObjectStore {
 
   async get(key: string): Promise<StoredObject | undefined> {
     checkObjectKey(key);
-    return this.#run('get', () => {
-      const row = this.#body.get(key);
-      if (!row) return undefined;
-      const buf = row.body as unknown as Buffer;
-      const body = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-      return { key, etag: row.etag, size: row.size, body };
-    });
+    return this.#run('get', () => this.#read(key));
+  }
+
+  /** The object at `key` as it is (object-codec.ts), or undefined. */
+  async #read(key: string): Promise<StoredObject | undefined> {
+    const row = this.#body.get(key);
+    if (!row) return undefined;
+    const body = await decodeObject(row.body as unknown as Buffer, row.size);
+    return { key, etag: row.etag, size: row.size, body };
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {
@@ -190,12 +193,13 @@ export class LocalObjectStore implements ObjectStore {
     decide: (current: StoredObject | undefined) => string | null | PutResult,
   ): Promise<PutResult> {
     const etag = etagOf(body);
+    const stored = await encodeObject(body);
     for (let round = 0; round < MAX_SWAPS; round++) {
-      const expected = decide(this.#body.get(key));
+      const expected = decide(await this.#read(key));
       if (expected !== null && typeof expected === 'object') return expected;
       const outcome = await this.#writer.write({
         checks: [[[key], expected]],
-        writes: [['upsert', [key, etag, body.length, body]]],
+        writes: [['upsert', [key, etag, body.length, stored]]],
       });
       if (outcome.ok) return { etag, created: true };
     }

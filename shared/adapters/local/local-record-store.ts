@@ -33,6 +33,7 @@ import {
   type Write,
   type WriteOutcome,
 } from './durable-writer.js';
+import { decodeBody, encodeBody, type StoredBody } from './record-codec.js';
 
 export interface LocalRecordStoreOptions {
   /** SQLite database file (its directory is created if missing), or ':memory:'. */
@@ -52,6 +53,15 @@ const SCHEMA = `
     body TEXT NOT NULL,
     PRIMARY KEY (pk, sk)
   ) WITHOUT ROWID`;
+
+/**
+ * Set before the table is created, so only a new database gets them (an existing one keeps
+ * what it has): 16 KiB pages keep a row of a few hundred bytes to a KiB within its leaf (on
+ * 4 KiB pages a WITHOUT ROWID table spills such rows to overflow pages, mostly empty, and
+ * copies whole rows into interior pages), and incremental auto-vacuum lets the writer give
+ * pages freed by deletions back to the file system (durable-writer-thread.mjs).
+ */
+export const NEW_DATABASE_PRAGMAS = ['page_size = 16384', 'auto_vacuum = INCREMENTAL'];
 
 /** Another connection (maybe another process) holds the write lock past busy_timeout. */
 const isBusy = (err: unknown) =>
@@ -92,9 +102,9 @@ export class LocalRecordStore implements RecordStore {
   readonly #clock: Clock;
   readonly #faults: FaultInjector | undefined;
   readonly #retry: RetryOptions;
-  readonly #select: Database.Statement<[string, string], string>;
-  readonly #query: Database.Statement<[QueryParams], string>;
-  readonly #snapshot: Database.Transaction<(keys: ItemKey[]) => Array<string | undefined>>;
+  readonly #select: Database.Statement<[string, string], StoredBody>;
+  readonly #query: Database.Statement<[QueryParams], { sk: string; body: StoredBody }>;
+  readonly #snapshot: Database.Transaction<(keys: ItemKey[]) => Array<StoredBody | undefined>>;
   readonly #memoryWrites: Record<string, Database.Statement>;
 
   constructor(options: LocalRecordStoreOptions) {
@@ -107,21 +117,21 @@ export class LocalRecordStore implements RecordStore {
     const db = new Database(options.path);
     this.#db = db;
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    for (const pragma of NEW_DATABASE_PRAGMAS) db.pragma(pragma);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.exec(SCHEMA);
-    this.#select = db.prepare<[string, string], string>(
+    this.#select = db.prepare<[string, string], StoredBody>(
       'SELECT body FROM items WHERE pk = ? AND sk = ?',
     );
     this.#select.pluck();
     // `sk >= @prefix` lets the primary key index start at the prefix.
-    this.#query = db.prepare<[QueryParams], string>(`
-      SELECT body FROM items
+    this.#query = db.prepare<[QueryParams], { sk: string; body: StoredBody }>(`
+      SELECT sk, body FROM items
       WHERE pk = @pk AND sk > @after AND sk >= @prefix
         AND substr(sk, 1, length(@prefix)) = @prefix
         AND (ttl IS NULL OR ttl * 1000 > @now)
       ORDER BY sk LIMIT @limit`);
-    this.#query.pluck();
     this.#snapshot = db.transaction((keys: ItemKey[]) =>
       keys.map((k) => this.#select.get(k.pk, k.sk)),
     );
@@ -135,8 +145,11 @@ export class LocalRecordStore implements RecordStore {
           lane: 'records',
           busyTimeoutMs,
         });
-    // On open, before any other write of ours: one synchronous write is fine here.
-    db.prepare(RECORD_WRITES.purge).run(this.#clock.now());
+    // On open, before any other write of ours: one synchronous write is fine here, and so
+    // is giving the pages it freed back (a no-op unless the file has incremental vacuum).
+    if (db.prepare(RECORD_WRITES.purge).run(this.#clock.now()).changes > 0 && !inMemory) {
+      db.pragma('incremental_vacuum');
+    }
   }
 
   close(): void {
@@ -192,7 +205,7 @@ export class LocalRecordStore implements RecordStore {
         keys.length === 1
           ? [this.#select.get(keys[0]?.pk ?? '', keys[0]?.sk ?? '')]
           : this.#snapshot(keys);
-      const { writes, result } = decide(bodies.map(parseItem));
+      const { writes, result } = decide(bodies.map((b, i) => parseItem(keys[i] as ItemKey, b)));
       if (writes.length === 0) return result;
       const checks: Check[] = keys.map((k, i) => [[k.pk, k.sk], bodies[i] ?? null]);
       const outcome = await this.#send({ checks, writes });
@@ -212,7 +225,7 @@ export class LocalRecordStore implements RecordStore {
   async get(key: ItemKey): Promise<Item | undefined> {
     checkItemKey(key);
     return this.#run('get', () => {
-      const item = parseItem(this.#select.get(key.pk, key.sk));
+      const item = parseItem(key, this.#select.get(key.pk, key.sk));
       return item && !isExpired(item, this.#clock.now()) ? item : undefined;
     });
   }
@@ -296,7 +309,7 @@ export class LocalRecordStore implements RecordStore {
     return this.#run('query', () => {
       const now = this.#clock.now();
       const bodies = this.#query.all({ pk, after, prefix: skPrefix, now, limit: limit + 1 });
-      const items = bodies.slice(0, limit).map((body) => JSON.parse(body) as Item);
+      const items = bodies.slice(0, limit).map((row) => decodeBody(pk, row.sk, row.body));
       const last = items.at(-1);
       return bodies.length > limit && last ? { items, next: last.sk } : { items };
     });
@@ -310,14 +323,14 @@ const RECORD_WRITES = {
   purge: 'DELETE FROM items WHERE ttl IS NOT NULL AND ttl * 1000 <= ?',
 };
 
-const parseItem = (body: string | undefined): Item | undefined =>
-  body === undefined ? undefined : (JSON.parse(body) as Item);
+const parseItem = (key: ItemKey, body: StoredBody | undefined): Item | undefined =>
+  body === undefined ? undefined : decodeBody(key.pk, key.sk, body);
 
-/** The write storing `item`, and the item as stored (JSON drops `undefined` attributes). */
+/** The write storing `item` (record-codec.ts), and the item as stored (JSON drops `undefined`). */
 const upsert = (item: Item): { write: Write; stored: Item } => {
-  const body = JSON.stringify(item);
+  const { body, stored } = encodeBody(item);
   const ttl = typeof item.ttl === 'number' ? item.ttl : null;
-  return { write: ['upsert', [item.pk, item.sk, ttl, body]], stored: JSON.parse(body) as Item };
+  return { write: ['upsert', [item.pk, item.sk, ttl, body]], stored };
 };
 
 const remove = (key: ItemKey): Write => ['remove', [key.pk, key.sk]];

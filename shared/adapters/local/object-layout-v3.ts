@@ -27,6 +27,8 @@ export const copyFilesToDb = (
   try {
     db.pragma('journal_mode = DELETE');
     db.pragma('synchronous = FULL');
+    // Before the table: a new database only (durable-writer-thread.mjs vacuums it).
+    db.pragma('auto_vacuum = INCREMENTAL');
     db.exec(OBJECTS_SCHEMA);
     const insert = db.prepare('INSERT INTO objects (key, etag, size, body) VALUES (?, ?, ?, ?)');
     // Sorted: the key index is then built in order.
