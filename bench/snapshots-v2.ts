@@ -258,7 +258,7 @@ const hydration = async () => {
     }
     printTable(`Snapshots v2: cold hydration of a ${mb(size)} state on the emulators`, rows);
     console.log(
-      '\nA new process each run (empty chunk cache): root object, then the chunks (at most the bound at once), each verified against its hash; the state checked against its v1 digest.',
+      '\nA new process each run (empty chunk cache): root object, then the chunks (at most the bound at once), each verified against its hash; the state checked against the v2 digest the chain records.',
     );
     const first = rows[0] as { 'objects read': number; 'hydrate ms': string };
     await runPathReads(objects, records, {
