@@ -69,15 +69,17 @@ type Reply =
 interface Waiter {
   resolve(reply: Reply): void;
   reject(err: Error): void;
+  /** The write asked for (kept for the test hook, which tells its writes apart). */
+  write?: DurableWrite;
 }
 
 /**
  * Test hook (child-process crash tests kill the process in it): called when the answers of
- * one transaction arrive from the writer, before any of them is delivered, with how many of
- * its writes were applied. Everything it holds is durable, and nothing of it answered.
+ * one transaction arrive from the writer, before any of them is delivered, with the writes
+ * it applied. Everything it holds is durable, and nothing of it answered.
  */
 export const durableWriterTestHooks: {
-  durable?: (lane: Lane, applied: number) => void;
+  durable?: (lane: Lane, applied: DurableWrite[]) => void;
 } = {};
 
 class WriterThread {
@@ -94,10 +96,14 @@ class WriterThread {
     });
     this.#worker.unref();
     this.#worker.on('message', (replies: Reply[]) => {
-      durableWriterTestHooks.durable?.(
-        lane,
-        replies.filter((r) => 'ok' in r && !('stats' in r)).length,
-      );
+      const hook = durableWriterTestHooks.durable;
+      if (hook) {
+        const applied = replies.filter((r) => 'ok' in r && !('stats' in r));
+        hook(
+          lane,
+          applied.flatMap((r) => this.#pending.get(r.id)?.write ?? []),
+        );
+      }
       for (const reply of replies) {
         const waiter = this.#pending.get(reply.id);
         if (!waiter) continue;
@@ -130,7 +136,8 @@ class WriterThread {
     const id = this.#nextId++;
     return new Promise<Reply>((resolve, reject) => {
       if (this.#pending.size === 0) this.#worker.ref();
-      this.#pending.set(id, { resolve, reject });
+      const write = 'writes' in message ? (message as DurableWrite) : undefined;
+      this.#pending.set(id, { resolve, reject, ...(write ? { write } : {}) });
       this.#worker.postMessage({ ...message, id });
     });
   }
