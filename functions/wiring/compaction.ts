@@ -31,10 +31,13 @@ export interface CompactorDeps {
   logger: Logger;
   /** Where each run publishes the signed heads of the streams that moved (witness.ts). */
   witness?: WitnessStore;
+  /** Deletes expired records after each run (the embedded store; DynamoDB has its own TTL). */
+  purgeExpired?: () => Promise<number>;
 }
 
 export const createCompactor = (deps: CompactorDeps, settings: Settings): Compactor => {
   const { compaction } = settings;
+  const purge = deps.purgeExpired;
   return new Compactor({
     ...deps,
     ids: { newId: () => randomUUID() },
@@ -42,6 +45,13 @@ export const createCompactor = (deps: CompactorDeps, settings: Settings): Compac
     graceMs: compaction.graceMs,
     maxStreams: compaction.maxStreams,
     maxRunMs: compaction.maxRunMs,
+    ...(purge && {
+      purgeExpired: () =>
+        purge().catch((err: unknown) => {
+          deps.logger.warn({ err }, 'purging expired records failed; the next run purges');
+          return 0;
+        }),
+    }),
     onWitnessError: (err) =>
       deps.logger.warn({ err }, 'publishing to the witness failed; the next run publishes'),
     onError: (err, at) =>

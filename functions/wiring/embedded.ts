@@ -96,7 +96,15 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
   // The witness: a directory beside the objects (write-once files; local-witness-store.ts).
   const witness = new LocalWitnessStore(join(settings.dataDir, 'witness'));
   const compactor = createCompactor(
-    { objects, records, clock, states: ledger.states, logger, witness },
+    {
+      objects,
+      records,
+      clock,
+      states: ledger.states,
+      logger,
+      witness,
+      purgeExpired: () => records.purgeExpired(),
+    },
     settings,
   );
   const app = createApp({

@@ -86,6 +86,13 @@ export interface CompactorOptions {
   onWitnessError?: (err: unknown) => void;
   /** Test hook: throw from it to die after a step of the tenant chunk GC (chunk-gc.ts). */
   chunkCrash?: (step: ChunkGcStep) => void;
+  /**
+   * Deletes the records whose TTL has passed, at the end of each run. The embedded record
+   * store needs it (SQLite has no TTL of its own: expired idempotency records would stay on
+   * disk until the next start); DynamoDB expires items itself, so the AWS wiring passes none.
+   * It must not throw (the wiring logs a failure; the next run purges again).
+   */
+  purgeExpired?: () => Promise<number>;
 }
 
 export interface CompactionReport extends CompactionStats {
@@ -187,6 +194,7 @@ export class Compactor {
     }
     if (await this.#collectChunks(stats, deadline)) more = true;
     await this.#witness(stats);
+    await this.#o.purgeExpired?.();
     return { ...stats, more, durationMs: clock.now() - start };
   }
 
