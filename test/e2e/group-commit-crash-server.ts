@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import { createEmbedded } from '../../functions/wiring/embedded.js';
@@ -26,19 +27,21 @@ const lane = at === 'segments' ? 'objects' : at === 'commits' ? 'records' : unde
 const after = Number(process.env.CRASH_AFTER ?? '1');
 // The writes of a batch that belong to appends: segment puts (objects) and commits, which
 // carry the append's idempotency record (records). A batch also holds other writes (a tile
-// written with a segment, a lease or a purge): counting only these makes "a batch of two
-// appends or more" exact, so the test finds every one of them orphaned or unanswered.
+// written with a segment, a lease or a purge), which are not counted.
 const params = (w: DurableWrite) => w.writes.flatMap(([, p]) => p);
-const isAppend = (w: DurableWrite) =>
-  params(w).some(
-    (p) =>
-      typeof p === 'string' && (lane === 'objects' ? p.includes('/seg/') : p.includes('#idem#')),
-  );
+const isKeyOfLane = (p: unknown): p is string =>
+  typeof p === 'string' && (lane === 'objects' ? p.includes('/seg/') : p.includes('#idem#'));
+const isAppend = (w: DurableWrite) => params(w).some(isKeyOfLane);
 let passed = 0;
 if (lane) {
   durableWriterTestHooks.durable = (of, applied) => {
-    if (of !== lane || applied.filter(isAppend).length < 2) return;
-    if (++passed === after) process.kill(process.pid, 'SIGKILL');
+    const appends = applied.filter(isAppend);
+    if (of !== lane || appends.length < 2 || ++passed !== after) return;
+    // What the batch held, for the test to account for each, in one line written before the
+    // kill: `killed-batch <json>` (the segments' keys, or the commits' idempotency keys).
+    const keys = appends.flatMap((w) => params(w).filter(isKeyOfLane));
+    writeSync(1, `killed-batch ${JSON.stringify(keys)}\n`);
+    process.kill(process.pid, 'SIGKILL');
   };
 }
 const embedded = createEmbedded(parseSettings(process.env));
