@@ -4,13 +4,12 @@ import type { JsonObject } from '../state.js';
 import { childAt, entriesOf, findKey } from './dirty.js';
 import { INLINE_MAX, TAG, toHex, writer } from './format.js';
 import { MerkleState } from './merkle-state.js';
-import { containerNode, keyJcs, objectEntry } from './node.js';
 import type { StateOp } from './ops.js';
 import { escapeSegment, existingIndex, splitPointer, valueAt } from './pointer.js';
 import { proveState, type StateProof } from './proof.js';
-import { leafOf, readValue, setMember, slotsOf } from './read.js';
+import { assembleContainer, leafOf, readValue, setMember, slotsOf } from './read.js';
 import { pageOf, pagePreimage, rootPreimage } from './seq-tree.js';
-import { bad, type ChunkSource, contextOf, fetchChunk, type ReadOptions, utf8 } from './source.js';
+import { bad, type ChunkSource, contextOf, fetchChunk, type ReadOptions } from './source.js';
 import { type ContainerKind, Kind, type Level, type ObjectEntry, type VNode } from './types.js';
 import { walk } from './walk.js';
 
@@ -53,38 +52,7 @@ const loadShallow = async (
   const children = slots.map((s) =>
     s.inline === undefined ? stub(s.hash) : leafOf(ctx, s.inline, s.hash),
   );
-  let sum = 0;
-  let node: VNode;
-  if (kind === Kind.Array) {
-    for (const child of children) sum += child.size;
-    node = containerNode(
-      children.map((c) => c.value),
-      kind,
-      children,
-      2 + sum + children.length - 1,
-      sum,
-    );
-  } else {
-    const value: JsonObject = {};
-    const entries: ObjectEntry[] = [];
-    let previous: string | undefined;
-    for (const [i, slot] of slots.entries()) {
-      let key = '';
-      try {
-        key = utf8.decode(slot.key);
-      } catch {
-        bad('a key is not UTF-8');
-      }
-      if (previous !== undefined && !(previous < key)) bad('keys are not in order');
-      previous = key;
-      const child = children[i] as VNode;
-      const keySize = Buffer.byteLength(keyJcs(key), 'utf8');
-      entries.push(objectEntry(key, keySize, child));
-      setMember(value, key, child.value);
-      sum += keySize + 1 + child.size;
-    }
-    node = containerNode(value, kind, entries, 2 + sum + entries.length - 1, sum);
-  }
+  const node = assembleContainer(kind, slots, children);
   if (!node.hash.equals(hash)) bad('a container is not paged canonically');
   return node;
 };

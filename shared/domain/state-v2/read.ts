@@ -16,7 +16,7 @@ import {
   type ReadOptions,
   utf8,
 } from './source.js';
-import { Kind, type ObjectEntry, type VNode } from './types.js';
+import { type ContainerKind, Kind, type ObjectEntry, type VNode } from './types.js';
 
 /**
  * Reading a state, a value or a path from chunks fetched by hash. Every chunk is checked
@@ -89,6 +89,39 @@ export const setMember = (target: JsonObject, key: string, value: JsonValue): vo
   } else target[key] = value;
 };
 
+/**
+ * The container node of `kind` over its decoded `slots` and their `children` (in slot order):
+ * its JSON value, entries and JCS sizes; an object's keys must be UTF-8 and in order. The
+ * caller checks the node's hash against the one it was read by.
+ */
+export const assembleContainer = (kind: ContainerKind, slots: Slot[], children: VNode[]): VNode => {
+  let sum = 0;
+  if (kind === Kind.Array) {
+    for (const child of children) sum += child.size;
+    const value = children.map((c) => c.value);
+    return containerNode(value, kind, children, 2 + sum + children.length - 1, sum);
+  }
+  const value: JsonObject = {};
+  const entries: ObjectEntry[] = [];
+  let previous: string | undefined;
+  for (const [i, slot] of slots.entries()) {
+    let key = '';
+    try {
+      key = utf8.decode(slot.key);
+    } catch {
+      bad('a key is not UTF-8');
+    }
+    if (previous !== undefined && !(previous < key)) bad('keys are not in order');
+    previous = key;
+    const child = children[i] as VNode;
+    const keySize = Buffer.byteLength(keyJcs(key), 'utf8');
+    entries.push(objectEntry(key, keySize, child));
+    setMember(value, key, child.value);
+    sum += keySize + 1 + child.size;
+  }
+  return containerNode(value, kind, entries, 2 + sum + entries.length - 1, sum);
+};
+
 const decodeContainer = async (
   ctx: Context,
   hash: Buffer,
@@ -105,33 +138,7 @@ const decodeContainer = async (
       return leafOf(ctx, slot.inline, slot.hash);
     }),
   );
-  let sum = 0;
-  let node: VNode;
-  if (kind === Kind.Array) {
-    for (const child of children) sum += child.size;
-    const value = children.map((c) => c.value);
-    node = containerNode(value, kind, children, 2 + sum + children.length - 1, sum);
-  } else {
-    const value: JsonObject = {};
-    const entries: ObjectEntry[] = [];
-    let previous: string | undefined;
-    for (const [i, slot] of slots.entries()) {
-      let key = '';
-      try {
-        key = utf8.decode(slot.key);
-      } catch {
-        bad('a key is not UTF-8');
-      }
-      if (previous !== undefined && !(previous < key)) bad('keys are not in order');
-      previous = key;
-      const child = children[i] as VNode;
-      const keySize = Buffer.byteLength(keyJcs(key), 'utf8');
-      entries.push(objectEntry(key, keySize, child));
-      setMember(value, key, child.value);
-      sum += keySize + 1 + child.size;
-    }
-    node = containerNode(value, kind, entries, 2 + sum + entries.length - 1, sum);
-  }
+  const node = assembleContainer(kind, slots, children);
   if (node.size <= INLINE_MAX) bad('a small container is stored as a node');
   if (!node.hash.equals(hash)) bad('a container is not paged canonically');
   return node;
