@@ -33,37 +33,64 @@ now() { date +%s; }
 # each Node in turn. Both always run, so one failure does not hide the other's.
 if [[ ${1:-} == __suites ]]; then
   shift
+  # Each run's output is also kept in .test-results/<run>.log; when a run fails, its failure
+  # report (vitest's "Failed Tests" and "Unhandled Errors" blocks) is printed again at the very
+  # end, so the tail of a long log says what failed.
+  RESULTS="$PWD/.test-results"
+  rm -rf "$RESULTS"
+  mkdir -p "$RESULTS"
+  [[ -t 1 ]] && export FORCE_COLOR=1
+  # run LABEL COMMAND...: the command's output to the terminal and to $RESULTS/LABEL.log.
+  run() {
+    local label=$1
+    shift
+    set -o pipefail
+    "$@" 2>&1 | tee "$RESULTS/$label.log"
+  }
   failed=()
+  failed_logs=()
   for n in $NODES; do
     t0=$(now)
     # The LangGraph checkpoint validation suite needs vitest globals: its own config, run after
     # the main suites (skipped when arguments pick files).
+    set +e
     if [[ $n == 20 ]]; then
       echo "[test] vitest run on $(node --version) (this machine's node)" >&2
-      set +e
-      npx vitest run "$@"
+      run node20 npx vitest run "$@"
       code=$?
+      label=node20
       if ((code == 0 && $# == 0)); then
         echo '[test] LangGraph checkpoint validation suite (test/langgraph/vitest.config.ts)' >&2
-        npx vitest run -c test/langgraph/vitest.config.ts
+        run node20-langgraph npx vitest run -c test/langgraph/vitest.config.ts
         code=$?
+        label=node20-langgraph
       fi
     else
       echo '[test] vitest run on Node 24 (scripts/node24.sh, in .node24/tree)' >&2
-      set +e
-      HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run "$@"
+      run node24 env HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run "$@"
       code=$?
+      label=node24
       if ((code == 0 && $# == 0)); then
         echo '[test] LangGraph checkpoint validation suite on Node 24' >&2
-        HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run -c test/langgraph/vitest.config.ts
+        run node24-langgraph env HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run -c test/langgraph/vitest.config.ts
         code=$?
+        label=node24-langgraph
       fi
     fi
     set -e
     echo "[test] Node $n: vitest exited $code after $(($(now) - t0)) s" >&2
-    ((code == 0)) || failed+=("$n")
+    if ((code != 0)); then
+      failed+=("$n")
+      failed_logs+=("$label")
+    fi
   done
   if ((${#failed[@]} > 0)); then
+    for label in "${failed_logs[@]}"; do
+      echo "[test] ---- what failed in run '$label' (whole output: .test-results/$label.log) ----" >&2
+      sed 's/\x1b\[[0-9;]*m//g' "$RESULTS/$label.log" |
+        awk '/(Failed Tests|Failed Suites|Unhandled Error)/ { p = 1 } p' |
+        grep -v '^ *✓' | head -n 300 >&2 || true
+    done
     echo "[test] FAILED on Node ${failed[*]}" >&2
     exit 1
   fi
