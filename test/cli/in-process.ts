@@ -32,9 +32,20 @@ const sink = () => {
   return { stream, text: () => text };
 };
 
-/** The environment of a run: nothing HEFESTO_* from outside, then `env`. */
+/**
+ * This process's environment without its HEFESTO_* settings, except the test run's trust
+ * file (test/support/isolated-trust-file.ts), so a CLI run never writes ~/.hefesto.
+ */
+export const hostEnv = (): NodeJS.ProcessEnv =>
+  Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => !k.startsWith('HEFESTO_') || k === 'HEFESTO_TRUST_FILE',
+    ),
+  );
+
+/** The environment of a run: nothing HEFESTO_* from outside (but the trust file), then `env`. */
 export const cliEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HEFESTO_'))),
+  ...hostEnv(),
   HEFESTO_LOG_LEVEL: 'silent',
   ...env,
 });

@@ -75,13 +75,15 @@ class Writers {
           const i = this.next[w] as number;
           this.unacknowledged.add(w);
           let res: Response;
+          let body: string;
           try {
             res = await append(url, w, i);
+            body = await res.text(); // the kill may cut the body after the status line
           } catch {
             return; // the kill cut the connection: this request stays unacknowledged
           }
-          expect(res.status, keyOf(w, i)).toBe(201);
-          this.acks.set(keyOf(w, i), (await res.json()) as Ack);
+          expect(res.status, `${keyOf(w, i)}: ${body}`).toBe(201);
+          this.acks.set(keyOf(w, i), JSON.parse(body) as Ack);
           this.unacknowledged.delete(w);
           this.next[w] = i + 1;
         }

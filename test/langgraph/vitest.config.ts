@@ -20,5 +20,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    setupFiles: ['test/support/isolated-trust-file.ts'],
   },
 });
