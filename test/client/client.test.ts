@@ -1,31 +1,18 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { HefestoClient } from '../../shared/client/client.js';
 import { ClientVerificationError, HefestoApiError } from '../../shared/client/errors.js';
 import { emptyStateDigest } from '../../shared/domain/state-digest.js';
 import { digestV2 } from '../../shared/domain/state-v2/index.js';
+import { serverForSuite } from '../support/server-suite.js';
 
 /** The client SDK against the embedded server over real HTTP. */
 
 const ROOT = 'client-test-root-key-0123456789';
 
 describe('HefestoClient against the embedded server', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hefesto-client-'));
-  let server: ServerProcess;
+  const server = serverForSuite('hefesto-client-', ROOT);
   const client = (options: Partial<ConstructorParameters<typeof HefestoClient>[0]> = {}) =>
     new HefestoClient({ baseUrl: server.url, apiKey: ROOT, sleep: async () => {}, ...options });
-
-  beforeAll(async () => {
-    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
-  });
-  afterAll(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it('appends, reads with verification, and verifies locally', async () => {
     const c = client({ verify: true });
@@ -119,8 +106,7 @@ describe('HefestoClient against the embedded server', () => {
 });
 
 describe('HefestoClient reads of one value, proven (state digest v2)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hefesto-client-proof-'));
-  let server: ServerProcess;
+  const server = serverForSuite('hefesto-client-proof-', ROOT);
   const client = (fetchImpl?: typeof fetch) =>
     new HefestoClient({
       baseUrl: server.url,
@@ -142,7 +128,6 @@ describe('HefestoClient reads of one value, proven (state digest v2)', () => {
   const LIST = Array.from({ length: 200 }, (_, i) => `item ${i}`);
 
   beforeAll(async () => {
-    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
     const c = client();
     const one = await c.checkpoint('p1', {
       ops: [{ op: 'set', path: '/list', value: LIST }],
@@ -153,11 +138,6 @@ describe('HefestoClient reads of one value, proven (state digest v2)', () => {
       ops: [{ op: 'set', path: '/list/65', value: 'edited' }],
       baseDigest: one.stateDigest,
     });
-  });
-  afterAll(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('checks the value against the digest the verified chain records, at the head or a checkpoint', async () => {

@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import { describe, expect, it } from 'vitest';
 import { HefestoClient } from '../../shared/client/client.js';
 import { type DurableRun, resume } from '../../shared/client/harness.js';
 import type { DeltaOp, Json } from '../../shared/client/types.js';
+import { serverForSuite } from '../support/server-suite.js';
 
 /** Exactly-once effects and hot migration with the harness, against the embedded server. */
 
@@ -59,18 +56,8 @@ const runTurns = async (run: DurableRun, model: ReturnType<typeof fakeModel>, la
 };
 
 describe('effects and hot migration with the harness against the embedded server', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hefesto-effects-'));
-  let server: ServerProcess;
+  const server = serverForSuite('hefesto-effects-', ROOT);
   const newClient = () => new HefestoClient({ baseUrl: server.url, apiKey: ROOT, verify: true });
-
-  beforeAll(async () => {
-    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
-  });
-  afterAll(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   const completions = async (client: HefestoClient, stream: string) =>
     (await client.readEvents(stream, { type: 'hefesto.effect.completed', limit: 1000 })).events;

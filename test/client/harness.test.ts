@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { HefestoClient } from '../../shared/client/client.js';
 import { DivergenceDetectedError } from '../../shared/client/errors.js';
 import { type DurableRun, resume } from '../../shared/client/harness.js';
 import type { DeltaOp, Json } from '../../shared/client/types.js';
+import { serverForSuite } from '../support/server-suite.js';
 
 /** The durable harness against the embedded server over real HTTP. */
 
@@ -46,18 +43,11 @@ const runTurns = async (
 };
 
 describe('durable harness against the embedded server', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hefesto-harness-'));
-  let server: ServerProcess;
+  const server = serverForSuite('hefesto-harness-', ROOT);
   let client: HefestoClient;
 
   beforeAll(async () => {
-    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
     client = new HefestoClient({ baseUrl: server.url, apiKey: ROOT, verify: true });
-  });
-  afterAll(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('starts a new run at turn 1 and resumes a stopped one at turn N+1', async () => {

@@ -1,8 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import { describe, expect, it } from 'vitest';
 import { HefestoClient } from '../../shared/client/client.js';
 import { HefestoApiError, ValueTooLargeError } from '../../shared/client/errors.js';
 import { stateDigestAfter } from '../../shared/client/set-value.js';
@@ -11,6 +7,7 @@ import { emptyStateDigest } from '../../shared/domain/state-digest.js';
 import { chunksOfValue } from '../../shared/domain/state-v2/index.js';
 import { MAX_UPLOAD_BYTES } from '../../shared/services/values.js';
 import { TEN_MIB } from '../support/large-values.js';
+import { serverForSuite } from '../support/server-suite.js';
 
 /**
  * Large values through the client SDK, beyond the per-store suite (large-values.test.ts):
@@ -21,16 +18,7 @@ const ROOT = 'large-values-root-key-0123456789abcdef';
 const EMPTY = emptyStateDigest(2);
 
 describe('large values by the client against the embedded server over HTTP', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hefesto-large-'));
-  let server: ServerProcess;
-  beforeAll(async () => {
-    server = await startServer({ HEFESTO_DATA_DIR: dir, HEFESTO_API_KEY: ROOT });
-  });
-  afterAll(async () => {
-    server.child.kill('SIGTERM');
-    await server.exited;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const server = serverForSuite('hefesto-large-', ROOT);
 
   it('sets a 10 MiB value over real sockets and reads it back, whole, by page and by path', async () => {
     const sizes: Array<{ method: string; bytes: number }> = [];
