@@ -19,7 +19,8 @@ import { parseSettings } from '../../shared/config/settings.js';
  *   their commits not sent: the crash between the files and the transaction, for a batch
  *   (append.ts, 2b).
  * - `commits`: a transaction of the records' lane. The commits of its appends are durable,
- *   none answered (3c).
+ *   none answered by it (3c); an append whose segment another writer rolled forward in it
+ *   can read that commit from the database and answer before the kill.
  */
 
 const at = process.env.CRASH_AT;
