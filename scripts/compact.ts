@@ -4,7 +4,8 @@ import { parseSettings } from '../shared/config/settings.js';
 import { HefestoError } from '../shared/domain/errors.js';
 
 /**
- * `npx tsx scripts/compact.ts`: runs one compaction and retention pass now, with the same
+ * `node dist/node/compact.mjs` (this file built by scripts/build.mjs; from the sources,
+ * `npx tsx scripts/compact.ts`): runs one compaction and retention pass now, with the same
  * settings as the server (environment), and prints its one log line. Exit status 0 when every
  * stream it visited was handled; 1 when one failed (logged, counted in `errors`) or the pass
  * could not run (a data directory that does not exist, or one a running server owns: then
