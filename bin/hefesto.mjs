@@ -4,7 +4,13 @@
 // newer than the build. Usage: `npx hefesto --help`.
 import { ensureBuilt } from '../scripts/build.mjs';
 
-await ensureBuilt();
+try {
+  await ensureBuilt();
+} catch (err) {
+  // esbuild has printed what it could not build.
+  process.stderr.write(`hefesto: cannot build the CLI: ${err.message}\n`);
+  process.exit(1);
+}
 const { runCli } = await import('../dist/node/cli.mjs');
 
 // A closed pipe (`hefesto events tail run-1 | head`) ends the command quietly.

@@ -1,6 +1,6 @@
-// `npm run build` (also run by `npm ci`, as the `prepare` script): the embedded server, the CLI
-// and the compaction command as JavaScript, bundled by esbuild into dist/node/ (git-ignored),
-// so they start without a TypeScript loader:
+// `npm run build` (and `npm ci`, through the `prepare` script, which builds the console's
+// assets too): the embedded server, the CLI and the compaction command as JavaScript, bundled
+// by esbuild into dist/node/ (git-ignored), so they start without a TypeScript loader:
 //
 //   dist/node/server.mjs   `npm start` (functions/server.ts)
 //   dist/node/cli.mjs      the `hefesto` command (cli/main.ts; bin/hefesto.mjs runs it)
@@ -30,6 +30,7 @@
 // writes into a directory of its own, then renames its files into dist/node/ one by one,
 // shared chunks first, entries next, the stamp last, so a reader sees an entry only once the
 // chunks it imports are there.
+import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -167,10 +168,12 @@ export const build = async (root = REPO_ROOT) => {
     ];
     for (const file of ordered) renameSync(join(tmp, file), join(out, file));
     const now = Date.now();
+    // Chunks of earlier builds, and the directories of builds that were killed.
     for (const file of readdirSync(out)) {
       const path = join(out, file);
-      if (files.includes(file) || !/-[A-Z0-9]{8}\.mjs$/.test(file)) continue;
-      if (now - statSync(path).mtimeMs > OLD_CHUNK_MS) rmSync(path, { force: true });
+      if (files.includes(file) || !/(-[A-Z0-9]{8}\.mjs|^\.tmp-.*)$/.test(file)) continue;
+      if (now - statSync(path).mtimeMs > OLD_CHUNK_MS)
+        rmSync(path, { recursive: true, force: true });
     }
     writeFileSync(
       stampPath(root),
@@ -195,10 +198,42 @@ export const ensureBuilt = async (root = REPO_ROOT) => {
   return true;
 };
 
-// `node scripts/build.mjs`: build now; `--if-stale`: only when stale.
+/** Whether the dev dependencies that build (esbuild, and Vite for the console) are installed. */
+const canBuild = async () => {
+  try {
+    await import('esbuild');
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * `npm ci`'s prepare script: dist/node and the console's assets (console/ensure-built.sh).
+ * A production install (`npm ci --omit=dev`) has no esbuild or Vite: it says so and builds
+ * nothing, so the install still succeeds (such an install needs dist/ built elsewhere).
+ */
+const prepare = async () => {
+  if (!(await canBuild())) {
+    process.stderr.write(
+      '[build] no esbuild (dev dependencies omitted): dist/node and the console are not ' +
+        'built; build them where dev dependencies are installed (npm run build, npm run ' +
+        'build:console)\n',
+    );
+    return;
+  }
+  await build();
+  const consoleBuild = spawnSync('bash', [join(REPO_ROOT, 'console/ensure-built.sh')], {
+    stdio: 'inherit',
+  });
+  if (consoleBuild.status !== 0) throw new Error('console/ensure-built.sh failed');
+};
+
+// `node scripts/build.mjs`: build now; `--if-stale`: only when stale; `--prepare`: see above.
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   try {
     if (process.argv.includes('--if-stale')) await ensureBuilt();
+    else if (process.argv.includes('--prepare')) await prepare();
     else await build();
   } catch (err) {
     process.stderr.write(`[build] ${err instanceof Error ? err.message : String(err)}\n`);

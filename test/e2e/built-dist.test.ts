@@ -76,6 +76,11 @@ describe('the built server, CLI and compaction command', () => {
       expect(() => readFileSync(join(tree, absent, 'package.json'))).toThrow();
     }
 
+    // npm ci's prepare script in such an install: nothing to build with, and no failure.
+    const prepare = node([join(tree, 'scripts/build.mjs'), '--prepare']);
+    expect(prepare.status).toBe(0);
+    expect(prepare.stderr).toContain('[build] no esbuild (dev dependencies omitted)');
+
     const help = node([join(tree, 'bin/hefesto.mjs'), '--help']);
     expect(help.stderr).toBe('');
     expect(help.status).toBe(0);
@@ -155,5 +160,12 @@ describe('the built server, CLI and compaction command', () => {
     expect(edited.status).toBe(0);
     expect(edited.stderr).toContain('[build] cli/main.ts changed: building dist/node');
     expect(edited.stdout).toMatch(/^usage: hefesto-edited COMMAND/);
+
+    // A source that does not build stops the command: the last good build does not run.
+    writeFileSync(main, `${readFileSync(main, 'utf8')}\nexport const broken = ;\n`);
+    const broken = node([bin, '--help']);
+    expect(broken.status).toBe(1);
+    expect(broken.stderr).toContain('hefesto: cannot build the CLI');
+    expect(broken.stdout).toBe('');
   });
 });

@@ -103,7 +103,7 @@ describe('the install', () => {
     });
 
     it('builds the server, the CLI and the compaction command as JavaScript on npm ci (prepare)', () => {
-      expect(manifest.scripts.prepare).toContain('node scripts/build.mjs');
+      expect(manifest.scripts.prepare).toBe('node scripts/build.mjs --prepare');
       expect(manifest.scripts.start).toMatch(/exec node dist\/node\/server\.mjs$/);
       expect(manifest.scripts.start).not.toContain('tsx');
     });
