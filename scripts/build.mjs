@@ -30,7 +30,6 @@
 // writes into a directory of its own, then renames its files into dist/node/ one by one,
 // shared chunks first, entries next, the stamp last, so a reader sees an entry only once the
 // chunks it imports are there.
-import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -135,7 +134,7 @@ export const build = async (root = REPO_ROOT) => {
   const started = new Date();
   const tmp = join(out, `.tmp-${process.pid}-${started.getTime()}`);
   try {
-    await esbuild.build({
+    const { metafile } = await esbuild.build({
       absWorkingDir: root,
       entryPoints: Object.fromEntries(
         Object.entries(ENTRIES).map(([name, source]) => [name, join(root, source)]),
@@ -156,7 +155,20 @@ export const build = async (root = REPO_ROOT) => {
       },
       legalComments: 'none',
       logLevel: 'warning',
+      metafile: true,
     });
+    // A source the staleness check does not watch would let the build go stale silently.
+    const unwatched = Object.keys(metafile.inputs).filter(
+      (input) =>
+        !input.includes('node_modules/') &&
+        !SOURCES.some((source) => input === source || input.startsWith(`${source}/`)),
+    );
+    if (unwatched.length > 0) {
+      throw new Error(
+        `the build reads ${unwatched.join(', ')}, which scripts/build.mjs's SOURCES do not ` +
+          'list: add them there',
+      );
+    }
     for (const [name, source] of Object.entries(COPIED)) {
       writeFileSync(join(tmp, name), readFileSync(join(root, source)));
     }
@@ -223,6 +235,8 @@ const prepare = async () => {
     return;
   }
   await build();
+  // Loaded here: bin/hefesto.mjs imports this file on every command.
+  const { spawnSync } = await import('node:child_process');
   const consoleBuild = spawnSync('bash', [join(REPO_ROOT, 'console/ensure-built.sh')], {
     stdio: 'inherit',
   });
