@@ -35,6 +35,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -244,7 +245,8 @@ const prepare = async () => {
 };
 
 // `node scripts/build.mjs`: build now; `--if-stale`: only when stale; `--prepare`: see above.
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+// (argv[1] as typed, maybe through a symlink; import.meta.url is the real path.)
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   try {
     if (process.argv.includes('--if-stale')) await ensureBuilt();
     else if (process.argv.includes('--prepare')) await prepare();

@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runCompaction } from '../functions/wiring/run-compaction.js';
 import { parseSettings } from '../shared/config/settings.js';
@@ -13,7 +14,8 @@ import { HefestoError } from '../shared/domain/errors.js';
  */
 export { runCompaction };
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+// argv[1] as typed (maybe through a symlink); import.meta.url is the real path.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   try {
     const report = await runCompaction(parseSettings(process.env));
     process.exitCode = report.errors > 0 ? 1 : 0;

@@ -113,7 +113,10 @@ describe('the built server, CLI and compaction command', () => {
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
 
-    const pass = node([join(tree, 'dist/node/compact.mjs')], {
+    // Through a symlink (a path as typed is not the module's real path): still runs the pass.
+    const link = join(tempDir('hefesto-prod-link-'), 'tree');
+    symlinkSync(tree, link);
+    const pass = node([join(link, 'dist/node/compact.mjs')], {
       HEFESTO_DATA_DIR: data,
       HEFESTO_LOG_LEVEL: 'info',
     });
