@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     setupFiles: ['test/support/isolated-trust-file.ts'],
+    globalSetup: ['test/support/build-dist.ts'],
   },
 });

@@ -11,11 +11,13 @@ import { runProofsDomainBench } from './proofs-domain.js';
 import { runProofsServiceBench } from './proofs-service.js';
 import { runResumeBench } from './resume.js';
 import { runSnapshotsV2Bench } from './snapshots-v2.js';
+import { runStartupBench } from './startup.js';
 import { runStateV2Bench } from './state-v2.js';
 
 /** `npm run bench`: every benchmark of the project, printed as Markdown tables. */
 console.log(`# Hefesto benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 runLedgerBench();
+await runStartupBench();
 await runHttpBench();
 await runCheckpointBench();
 await runStateV2Bench();

@@ -1,10 +1,17 @@
 #!/usr/bin/env node
-// The `hefesto` command (package.json "bin"): loads tsx so the CLI runs from its TypeScript
-// sources, then runs it. Usage: `npx hefesto --help`.
-import { register } from 'tsx/esm/api';
+// The `hefesto` command (package.json "bin"): runs the CLI built as JavaScript into
+// dist/node/cli.mjs (scripts/build.mjs; `npm ci` builds it), rebuilt first when a source is
+// newer than the build. Usage: `npx hefesto --help`.
+import { ensureBuilt } from '../scripts/build.mjs';
 
-register();
-const { runCli } = await import('../cli/main.ts');
+try {
+  await ensureBuilt();
+} catch (err) {
+  // esbuild has printed what it could not build.
+  process.stderr.write(`hefesto: cannot build the CLI: ${err.message}\n`);
+  process.exit(1);
+}
+const { runCli } = await import('../dist/node/cli.mjs');
 
 // A closed pipe (`hefesto events tail run-1 | head`) ends the command quietly.
 process.stdout.on('error', (err) => {

@@ -8,7 +8,8 @@ import { createEmbedded } from './wiring/embedded.js';
 
 /**
  * `npm start`: the embedded server (one machine, no AWS). One Node process, signals included:
- * run it as `node --import tsx functions/server.ts` (what `npm start` execs under npm).
+ * built into dist/node/server.mjs (scripts/build.mjs), run as `node dist/node/server.mjs`
+ * (what `npm start` execs under npm).
  *
  * Start:
  *   1. open the data directory (its lock, then a layout migration if one is due) and stores;

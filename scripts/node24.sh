@@ -66,12 +66,16 @@ else
   tar -c --exclude=./node_modules --exclude="./${DIR#"$REPO"/}" --exclude=./.emulators \
     --exclude=./.hefesto --exclude=./cdk.out . | tar -x -C "$TREE"
 fi
-# Built files the tests serve but git ignores: the console's and the docs' assets
-# (console/prepare-test.sh builds them before this runs).
-if [[ -d dist/static ]]; then
-  mkdir -p "$TREE/dist"
-  cp -a dist/static "$TREE/dist/"
-fi
+# Built files the tests serve or run but git ignores: the console's and the docs' assets
+# (console/prepare-test.sh builds them before this runs) and the server, CLI and compaction
+# command as JavaScript (dist/node, scripts/build.mjs; plain JS, the same on every Node).
+# Copied with their times, like the sources: a build older than a source is rebuilt there.
+for built in dist/static dist/node; do
+  if [[ -d $built ]]; then
+    mkdir -p "$TREE/dist"
+    cp -a "$built" "$TREE/dist/"
+  fi
+done
 log "sources copied to $TREE"
 
 # ---------------------------------------------------------------- 3. node_modules for Node 24

@@ -110,6 +110,9 @@ echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
 
 bash console/prepare-test.sh
+# The server, CLI and compaction command as JavaScript (npm ci builds them; this rebuilds them
+# if a source is newer), before the Node 24 tree copies them. Vitest's setup checks again.
+node scripts/build.mjs --if-stale
 
 if [[ " $NODES " == *' 24 '* ]]; then
   echo '[test] Node 24 setup (scripts/node24.sh)' >&2

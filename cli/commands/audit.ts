@@ -1,5 +1,3 @@
-import { S3Client } from '@aws-sdk/client-s3';
-import { S3WitnessStore } from '../../shared/adapters/aws/s3-witness-store.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import { type AuditResult, auditStream, type WitnessedInput } from '../../shared/client/audit.js';
 import { HefestoApiError } from '../../shared/client/errors.js';
@@ -10,10 +8,17 @@ import { type Command, stringOption } from '../command.js';
 import type { Context } from '../context.js';
 import { Progress } from '../progress.js';
 
-/** `--witness DIR` (embedded: the data dir's witness/) or `--witness s3://BUCKET`. */
-const witnessStore = (ctx: Context, where: string): WitnessStore => {
+/**
+ * `--witness DIR` (embedded: the data dir's witness/) or `--witness s3://BUCKET`. The AWS SDK
+ * is loaded only for a bucket: every other command starts without it.
+ */
+const witnessStore = async (ctx: Context, where: string): Promise<WitnessStore> => {
   if (!where.startsWith('s3://')) return new LocalWitnessStore(where);
   const bucket = where.slice('s3://'.length).split('/')[0] ?? '';
+  const [{ S3Client }, { S3WitnessStore }] = await Promise.all([
+    import('@aws-sdk/client-s3'),
+    import('../../shared/adapters/aws/s3-witness-store.js'),
+  ]);
   const client = new S3Client({
     forcePathStyle: ctx.env.HEFESTO_S3_FORCE_PATH_STYLE === 'true',
     ...(ctx.env.AWS_ENDPOINT_URL_S3 ? { endpoint: ctx.env.AWS_ENDPOINT_URL_S3 } : {}),
@@ -70,7 +75,7 @@ export const audit: Command = {
     const invalidVersions: string[] = [];
     const where = stringOption(values, 'witness');
     if (where !== undefined) {
-      const published = await publishedHeads(witnessStore(ctx, where), tenant, stream);
+      const published = await publishedHeads(await witnessStore(ctx, where), tenant, stream);
       witnessed = published.heads;
       invalidVersions.push(...published.invalid);
     }

@@ -1,9 +1,4 @@
-import {
-  type OpenStores,
-  openCompactionStores,
-  runCompaction,
-} from '../../functions/wiring/run-compaction.js';
-import { parseSettings } from '../../shared/config/settings.js';
+import type { OpenStores } from '../../functions/wiring/run-compaction.js';
 import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
 import type { CompactionReport } from '../../shared/services/compactor.js';
 import { type Command, flagOption } from '../command.js';
@@ -32,7 +27,20 @@ const askServer = async (ctx: Context): Promise<CompactionReport> =>
       .call<CompactionReport>('POST', '/v1/admin/compact', { repeatable: true })
   ).body;
 
+/**
+ * The server's wiring (stores, settings, the compactor), loaded only when this command runs:
+ * every other command starts without it.
+ */
+const wiring = async () => {
+  const [{ openCompactionStores, runCompaction }, { parseSettings }] = await Promise.all([
+    import('../../functions/wiring/run-compaction.js'),
+    import('../../shared/config/settings.js'),
+  ]);
+  return { openCompactionStores, runCompaction, parseSettings };
+};
+
 const openLocal = async (ctx: Context): Promise<OpenStores | 'ask-server'> => {
+  const { openCompactionStores, parseSettings } = await wiring();
   const settings = parseSettings(ctx.env);
   try {
     return await openCompactionStores(settings);
@@ -70,10 +78,12 @@ export const compact: Command = {
   options: { server: { type: 'boolean' } },
   run: async (ctx, _args, values) => {
     const local = flagOption(values, 'server') ? 'ask-server' : await openLocal(ctx);
-    const report =
-      local === 'ask-server'
-        ? await askServer(ctx)
-        : await runCompaction(parseSettings(ctx.env), local);
+    let report: CompactionReport;
+    if (local === 'ask-server') report = await askServer(ctx);
+    else {
+      const { runCompaction, parseSettings } = await wiring();
+      report = await runCompaction(parseSettings(ctx.env), local);
+    }
     await ctx.print(JSON.stringify(report));
     return report.errors > 0 ? 1 : 0;
   },

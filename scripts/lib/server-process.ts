@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { ensureBuilt, outDir } from '../build.mjs';
 
 /** A free TCP port on 127.0.0.1. */
 export const freePort = (): Promise<number> =>
@@ -20,14 +22,18 @@ export interface ServerProcess {
   exited: Promise<number | string>;
 }
 
+/** The built embedded server (scripts/build.mjs), what `npm start` runs. */
+export const SERVER_ENTRY = join(outDir(), 'server.mjs');
+
 /**
- * Starts the embedded server (`functions/server.ts`) as one Node process (tsx loaded with
- * --import, so a signal reaches the server itself, not a wrapper), and waits until it
- * answers /healthz.
+ * Starts the embedded server as one Node process running its build, dist/node/server.mjs
+ * (rebuilt first if a source is newer: see scripts/build.mjs), and waits until it answers
+ * /healthz.
  */
 export const startServer = async (env: Record<string, string>): Promise<ServerProcess> => {
+  await ensureBuilt();
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/server.ts'], {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
     env: { ...process.env, HEFESTO_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

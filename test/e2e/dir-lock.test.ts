@@ -24,7 +24,8 @@ import {
  */
 
 const ROOT_KEY = 'root-key-for-lock-tests-0123456789';
-const SERVER = ['--import', 'tsx', 'functions/server.ts'];
+// The built server (what `npm start` runs; the test setup builds it: test/support/build-dist.ts).
+const SERVER = ['dist/node/server.mjs'];
 const running: Spawned[] = [];
 let dir: string;
 

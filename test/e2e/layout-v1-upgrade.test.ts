@@ -46,7 +46,7 @@ describe.each([1, 2])(
 
     const start = async () => {
       const port = await freePort();
-      const spawned = spawnCollected(process.execPath, ['--import', 'tsx', 'functions/server.ts'], {
+      const spawned = spawnCollected(process.execPath, ['dist/node/server.mjs'], {
         HEFESTO_DATA_DIR: dir,
         HEFESTO_API_KEY: fixture.rootKey,
         HEFESTO_SNAPSHOT_EVERY: '2',

@@ -24,7 +24,8 @@ import {
  * leaves no key that was never shown.
  */
 
-const SERVER = ['--import', 'tsx', 'functions/server.ts'];
+// The built server (what `npm start` runs; the test setup builds it: test/support/build-dist.ts).
+const SERVER = ['dist/node/server.mjs'];
 const running: Spawned[] = [];
 const dirs: string[] = [];
 
@@ -44,14 +45,8 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/**
- * Children of the server other than esbuild's compiler service, which tsx starts when its
- * cache misses: a helper, not a wrapper (signals never pass through it).
- */
-const nonHelperChildren = (pid: number) =>
-  childrenOf(pid)
-    .map((child) => commandOf(child)[0] ?? '')
-    .filter((command) => !/[/\\]esbuild(\.exe)?$/.test(command));
+/** The server's child processes: none (it runs as built JavaScript, no loader, no helper). */
+const children = (pid: number) => childrenOf(pid).map((child) => commandOf(child).join(' '));
 
 /** Sends SIGTERM to `pid` and expects the server to shut down the documented way. */
 const expectCleanStop = async (pid: number, spawned: Spawned, exit: number | string = 0) => {
@@ -62,7 +57,7 @@ const expectCleanStop = async (pid: number, spawned: Spawned, exit: number | str
   expect(lines).toContain('"msg":"stopped"');
 };
 
-describe.runIf(hasProc)('the documented start: node --import tsx functions/server.ts', () => {
+describe.runIf(hasProc)('the documented start: node dist/node/server.mjs', () => {
   it('is one process: the pid that listens, with no wrapper, and SIGTERM to it stops it cleanly', async () => {
     const port = await freePort();
     const server = track(
@@ -72,7 +67,7 @@ describe.runIf(hasProc)('the documented start: node --import tsx functions/serve
     const pid = server.child.pid as number;
 
     expect(listenerPids(port)).toEqual([pid]);
-    expect(nonHelperChildren(pid)).toEqual([]);
+    expect(children(pid)).toEqual([]);
     await waitForOutput(server, `(docs: /docs, pid ${pid})`);
     await expectCleanStop(pid, server);
   });
@@ -91,7 +86,7 @@ describe.runIf(hasProc)('npm start', () => {
     if (pid === undefined) throw new Error('nothing listens');
     expect(parentOf(pid)).toBe(npm.child.pid);
     expect(commandOf(pid)).toEqual(['node', ...SERVER]);
-    expect(nonHelperChildren(pid)).toEqual([]);
+    expect(children(pid)).toEqual([]);
     // The server exits 0, and npm with it.
     await expectCleanStop(pid, npm, 0);
   });

@@ -21,5 +21,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     setupFiles: ['test/support/isolated-trust-file.ts'],
+    globalSetup: ['test/support/build-dist.ts'],
   },
 });
