@@ -11,6 +11,7 @@ import { keysCreate, keysRevoke } from './commands/keys.js';
 import { repair } from './commands/repair.js';
 import { stateGet } from './commands/state.js';
 import { streamsGet } from './commands/streams.js';
+import { trustForget } from './commands/trust.js';
 import { verify } from './commands/verify.js';
 import { verifyFile } from './commands/verify-file.js';
 import { whoami } from './commands/whoami.js';
@@ -38,6 +39,7 @@ export const COMMANDS: Command[] = [
   stateGet,
   verify,
   audit,
+  trustForget,
   exportStream,
   verifyFile,
   importFile,
