@@ -7,7 +7,7 @@ import { compact } from './commands/compact.js';
 import { eventsTail } from './commands/events.js';
 import { exportStream } from './commands/export.js';
 import { importFile } from './commands/import.js';
-import { keysCreate, keysRevoke } from './commands/keys.js';
+import { keysCreate, keysRevoke, keysRotateSigning } from './commands/keys.js';
 import { repair } from './commands/repair.js';
 import { stateGet } from './commands/state.js';
 import { streamsGet } from './commands/streams.js';
@@ -34,6 +34,7 @@ import {
 export const COMMANDS: Command[] = [
   keysCreate,
   keysRevoke,
+  keysRotateSigning,
   streamsGet,
   eventsTail,
   stateGet,

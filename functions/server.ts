@@ -114,6 +114,7 @@ const start = async (): Promise<void> => {
   let port: number;
   let bootstrap: IssuedKey | undefined;
   try {
+    await embedded.ready; // a lost or replaced signing key refuses the start (signing-keys.ts)
     port = await listen(server, settings.port);
     // With a root key configured there is a key already; otherwise make the first one.
     bootstrap = settings.apiKey ? undefined : await embedded.keys.ensureBootstrapKey();

@@ -55,4 +55,14 @@ describe('the signing key secret', () => {
       expect(envOf(s, s.stack.compactor.fn)).not.toHaveProperty('HEFESTO_SIGNING_SECRET');
     }
   });
+
+  it('pins the valid key ids in the API function when they are configured, and only there', () => {
+    // Unpinned (the first deploy: the seed, so the key id, is made by Secrets Manager).
+    expect(envOf(dev, dev.stack.api.fn)).not.toHaveProperty('HEFESTO_SIGNING_KEY_IDS');
+    const pinned = synth(resolveConfig('dev', 'aws', { signingKeyIds: ['kid-new', 'kid-old'] }), {
+      bundle: false,
+    });
+    expect(envOf(pinned, pinned.stack.api.fn).HEFESTO_SIGNING_KEY_IDS).toBe('kid-new,kid-old');
+    expect(envOf(pinned, pinned.stack.compactor.fn)).not.toHaveProperty('HEFESTO_SIGNING_KEY_IDS');
+  }, 240_000);
 });
