@@ -11,7 +11,9 @@ import { createEmbedded } from './wiring/embedded.js';
  * run it as `node --import tsx functions/server.ts` (what `npm start` execs under npm).
  *
  * Start:
- *   1. open the data directory (its lock, then a layout migration if one is due) and stores;
+ *   1. open the data directory (its lock, then a layout migration if one is due) and stores,
+ *      and check the signing key against the keys that signed heads before (a lost or
+ *      replaced key: exit 1 with the way out, signing-keys.ts);
  *   2. bind the port; if that fails (in use, no permission), close the stores and exit 1;
  *   3. only now, serving, create the first API key (unless HEFESTO_API_KEY is set or one was
  *      made before) and print it. A busy port therefore never creates a key nobody saw; a
