@@ -7,10 +7,11 @@ import { compact } from './commands/compact.js';
 import { eventsTail } from './commands/events.js';
 import { exportStream } from './commands/export.js';
 import { importFile } from './commands/import.js';
-import { keysCreate, keysRevoke } from './commands/keys.js';
+import { keysCreate, keysRevoke, keysRotateSigning } from './commands/keys.js';
 import { repair } from './commands/repair.js';
 import { stateGet } from './commands/state.js';
 import { streamsGet } from './commands/streams.js';
+import { trustForget } from './commands/trust.js';
 import { verify } from './commands/verify.js';
 import { verifyFile } from './commands/verify-file.js';
 import { whoami } from './commands/whoami.js';
@@ -33,11 +34,13 @@ import {
 export const COMMANDS: Command[] = [
   keysCreate,
   keysRevoke,
+  keysRotateSigning,
   streamsGet,
   eventsTail,
   stateGet,
   verify,
   audit,
+  trustForget,
   exportStream,
   verifyFile,
   importFile,

@@ -4,14 +4,15 @@ import { handle } from 'hono/aws-lambda';
 import { loadSigningRing, secretsManagerSource } from '../shared/adapters/aws/signing-secret.js';
 import { parseAwsSettings } from '../shared/config/settings.js';
 import { staticDirAssets } from '../shared/http/static-assets.js';
-import { createAwsApp } from './wiring/aws.js';
+import { checkAwsSigning, createAwsApp } from './wiring/aws.js';
 
 /**
  * The Lambda handler (API Gateway HTTP API). Settings are validated and the app is wired
  * once per cold start, at import: a misconfigured function fails its first invocation with
  * a message naming the bad variables instead of failing requests one by one. The signing
  * key (HEFESTO_SIGNING_SECRET, a Secrets Manager secret only this function may read) is read
- * once per cold start too, before the first request is served (signing-secret.ts).
+ * once per cold start too, before the first request is served (signing-secret.ts), and checked
+ * against the stack's pinned key ids and the keys that signed heads before (checkAwsSigning).
  *
  * The console's and the docs' files sit in `static/` beside this handler (copied there at
  * bundling, infra/bundling.ts) and are read on their first request, never at cold start.
@@ -24,6 +25,8 @@ const build = async (): Promise<Handler> => {
   const signing = settings.signingSecret
     ? await loadSigningRing(secretsManagerSource(), settings.signingSecret)
     : undefined;
+  // A lost or replaced key (a secret changed without rotation) refuses the cold start.
+  if (signing) await checkAwsSigning(settings, signing);
   return handle(createAwsApp(settings, signing, staticDirAssets(STATIC_DIR)));
 };
 

@@ -12,7 +12,9 @@ import { createEmbedded } from './wiring/embedded.js';
  * (what `npm start` execs under npm).
  *
  * Start:
- *   1. open the data directory (its lock, then a layout migration if one is due) and stores;
+ *   1. open the data directory (its lock, then a layout migration if one is due) and stores,
+ *      and check the signing key against the keys that signed heads before (a lost or
+ *      replaced key: exit 1 with the way out, signing-keys.ts);
  *   2. bind the port; if that fails (in use, no permission), close the stores and exit 1;
  *   3. only now, serving, create the first API key (unless HEFESTO_API_KEY is set or one was
  *      made before) and print it. A busy port therefore never creates a key nobody saw; a
@@ -115,6 +117,7 @@ const start = async (): Promise<void> => {
   let port: number;
   let bootstrap: IssuedKey | undefined;
   try {
+    await embedded.ready; // a lost or replaced signing key refuses the start (signing-keys.ts)
     port = await listen(server, settings.port);
     // With a root key configured there is a key already; otherwise make the first one.
     bootstrap = settings.apiKey ? undefined : await embedded.keys.ensureBootstrapKey();

@@ -44,6 +44,14 @@ export interface HefestoConfig {
   retainData: boolean;
   /** SSE-KMS with a customer managed key (rotated yearly) instead of the `aws/s3` key. */
   customerManagedKey: boolean;
+  /**
+   * The tree-head signing key ids the API function accepts (HEFESTO_SIGNING_KEY_IDS): its
+   * secret's current key must be one of them, and each must be in the secret (current or
+   * retired), else the cold start is refused. Unknown before the first deploy (Secrets
+   * Manager makes the seed): deploy, read the id from GET /v1/signing-keys, then pin it
+   * (`-c signingKeyIds=KID`); after a rotation, pin both (docs/operations.md).
+   */
+  signingKeyIds?: string[];
   /** Write-once objects for a fixed time; needs versioning. Off unless asked for. */
   objectLock?: ObjectLockConfig;
   /** S3 server access logs for every request on the data bucket, to a log bucket. */

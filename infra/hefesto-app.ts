@@ -88,6 +88,11 @@ export const configFromContext = (app: App): HefestoConfig => {
   if (topicArn !== undefined) overrides.alarms = { topicArn };
   const reserved = whole('apiReservedConcurrency');
   if (reserved !== undefined) overrides.api = { reservedConcurrency: reserved };
+  const kids = get('signingKeyIds');
+  if (kids !== undefined) {
+    if (!/^[\w.-]+(,[\w.-]+)*$/.test(kids)) return fail('signingKeyIds', 'KID[,KID...]');
+    overrides.signingKeyIds = kids.split(',');
+  }
   const every = whole('compactionEveryMinutes');
   if (every !== undefined) overrides.compaction = { every: Duration.minutes(every) };
   return resolveConfig(stage, target, overrides);

@@ -17,15 +17,20 @@ import type { HefestoConfig } from './config.js';
  * resource would put key material through a provider function and its logs. Secrets
  * Manager's own generator has none of these, and the API role only ever reads.
  *
+ * The stack pins the valid key ids (`signingKeyIds`, HEFESTO_SIGNING_KEY_IDS) once they are
+ * known: the API function refuses a cold start whose secret does not hold them.
+ *
  * Only the API function may read it (GetSecretValue on this secret); the compactor never
  * signs (the witness publishes the receipts the API signed). Kept when the stack goes on
  * stages that retain data: heads it signed must stay verifiable.
  */
 export class SigningKey extends Construct {
   readonly secret: Secret;
+  readonly #pinned: readonly string[];
 
   constructor(scope: Construct, id: string, config: HefestoConfig) {
     super(scope, id);
+    this.#pinned = config.signingKeyIds ?? [];
     this.secret = new Secret(this, 'Secret', {
       description: `Hefesto ${config.stage}: Ed25519 seed of the tree-head signing key`,
       generateSecretString: {
@@ -48,6 +53,9 @@ export class SigningKey extends Construct {
   /** Lets `fn` (the API function alone) read the secret once per cold start. */
   connect(fn: LambdaFunction): void {
     fn.addEnvironment('HEFESTO_SIGNING_SECRET', this.secret.secretArn);
+    // The pin: a secret changed without rotation is refused at cold start (signing-secret.ts).
+    if (this.#pinned.length > 0)
+      fn.addEnvironment('HEFESTO_SIGNING_KEY_IDS', this.#pinned.join(','));
     // GetSecretValue only (grantRead would add DescribeSecret, which the loader never calls).
     fn.addToRolePolicy(
       new PolicyStatement({

@@ -81,7 +81,14 @@ const main = async (): Promise<number> => {
     HEFESTO_API_KEY: KEY,
     HEFESTO_LOG_LEVEL: 'warn',
   });
-  const base = { HEFESTO_URL: server.url, DEMO_PAYMENTS: paymentsFile };
+  // The agents verify what they read (verify: true) and keep the signed heads they trust in
+  // a trust file: the demo's own, beside its data, never the user's ~/.hefesto (its server's
+  // streams are gone when the demo ends, and a later server on the same port would meet them).
+  const base = {
+    HEFESTO_URL: server.url,
+    DEMO_PAYMENTS: paymentsFile,
+    HEFESTO_TRUST_FILE: join(dir, 'trusted-heads.json'),
+  };
   try {
     // 1. Crashes. DEMO_KILL_AT="9:observed,5:paid" replays a given run.
     const killPoints = process.env.DEMO_KILL_AT?.split(',') ?? chooseKillPoints(4);

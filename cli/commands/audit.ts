@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import { type AuditResult, auditStream, type WitnessedInput } from '../../shared/client/audit.js';
 import { HefestoApiError } from '../../shared/client/errors.js';
@@ -5,7 +6,7 @@ import { defaultTrustStorePath, FileTrustStore } from '../../shared/client/trust
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
 import { publishedHeads } from '../../shared/services/witness.js';
 import { type Command, stringOption } from '../command.js';
-import type { Context } from '../context.js';
+import { CliError, type Context } from '../context.js';
 import { Progress } from '../progress.js';
 
 /**
@@ -13,7 +14,17 @@ import { Progress } from '../progress.js';
  * is loaded only for a bucket: every other command starts without it.
  */
 const witnessStore = async (ctx: Context, where: string): Promise<WitnessStore> => {
-  if (!where.startsWith('s3://')) return new LocalWitnessStore(where);
+  if (!where.startsWith('s3://')) {
+    // A typo must not turn the witness check off: a directory that is not there is an error.
+    if (!existsSync(where) || !statSync(where).isDirectory()) {
+      throw new CliError(
+        'ErrNotFound',
+        `--witness ${where}: no such directory (the embedded server's witness is ` +
+          '<data dir>/witness, e.g. .hefesto/witness; on AWS pass s3://WITNESS_BUCKET)',
+      );
+    }
+    return new LocalWitnessStore(where);
+  }
   const bucket = where.slice('s3://'.length).split('/')[0] ?? '';
   const [{ S3Client }, { S3WitnessStore }] = await Promise.all([
     import('@aws-sdk/client-s3'),
@@ -56,6 +67,37 @@ const describe = (stream: string, r: AuditResult): string[] => {
   return lines;
 };
 
+/**
+ * The witness's heads of the stream. A witness that does not exist (S3 NoSuchBucket) or holds
+ * nothing of the tenant is an error, not "no published head yet": it is the wrong place (or
+ * the compactor never published there), and an audit against it would prove nothing.
+ */
+const readPublished = async (
+  store: WitnessStore,
+  where: string,
+  tenant: string,
+  stream: string,
+): Promise<Awaited<ReturnType<typeof publishedHeads>>> => {
+  let published: Awaited<ReturnType<typeof publishedHeads>>;
+  try {
+    published = await publishedHeads(store, tenant, stream);
+  } catch (err) {
+    if ((err as { name?: unknown }).name === 'NoSuchBucket') {
+      throw new CliError('ErrNotFound', `--witness ${where}: no such bucket`, { cause: err });
+    }
+    throw err;
+  }
+  if (published.versions === 0) {
+    throw new CliError(
+      'ErrNotFound',
+      `--witness ${where} holds no published head of tenant ${tenant}: not a witness, or ` +
+        "the compactor has not published there yet (it publishes on each pass; run 'hefesto " +
+        "compact' first)",
+    );
+  }
+  return published;
+};
+
 export const audit: Command = {
   name: 'audit',
   usage: 'STREAM [--witness DIR|s3://BUCKET]',
@@ -75,7 +117,7 @@ export const audit: Command = {
     const invalidVersions: string[] = [];
     const where = stringOption(values, 'witness');
     if (where !== undefined) {
-      const published = await publishedHeads(await witnessStore(ctx, where), tenant, stream);
+      const published = await readPublished(await witnessStore(ctx, where), where, tenant, stream);
       witnessed = published.heads;
       invalidVersions.push(...published.invalid);
     }

@@ -1,6 +1,18 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { openCompactionStores } from '../../functions/wiring/run-compaction.js';
+import {
+  loadKeyRing,
+  retireLostKeys,
+  rotateSigningKeyFile,
+  SIGNING_KEY_FILE,
+} from '../../shared/adapters/local/signing-key-file.js';
 import type { Scope } from '../../shared/client/types.js';
-import { type Command, stringOption } from '../command.js';
-import { fieldLines, UsageError } from '../context.js';
+import { parseSettings } from '../../shared/config/settings.js';
+import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
+import { checkSigningKeys, recordedSigningKeys } from '../../shared/services/signing-keys.js';
+import { type Command, flagOption, stringOption } from '../command.js';
+import { CliError, fieldLines, UsageError } from '../context.js';
 
 const SCOPES: readonly Scope[] = ['read', 'write', 'admin'];
 
@@ -58,3 +70,79 @@ export const keysRevoke: Command = {
     return 0;
   },
 };
+
+/**
+ * `hefesto keys rotate-signing [--lost]`, with the embedded server stopped: a new tree-head
+ * signing key in HEFESTO_DATA_DIR; the old public key stays published (retired), so every
+ * receipt and witnessed head it signed keeps verifying. `--lost`: the old key's private half
+ * is gone (signing-key.pem deleted, so the server refuses to start): the public halves of the
+ * keys recorded as having signed heads are kept published instead, taken from the record
+ * store. On AWS the key is a secret (docs/operations.md, "Signing keys").
+ */
+export const keysRotateSigning: Command = {
+  name: 'keys rotate-signing',
+  usage: '[--lost]',
+  summary:
+    'with the embedded server stopped: start a new tree-head signing key in HEFESTO_DATA_DIR; ' +
+    'the old public key stays published (GET /v1/signing-keys) so old receipts keep verifying; ' +
+    '--lost when signing-key.pem is gone: the lost public keys are kept published from the ' +
+    'record of keys that signed heads',
+  args: [],
+  options: { lost: { type: 'boolean' } },
+  run: async (ctx, _args, values) => {
+    const settings = parseSettings(ctx.env);
+    if (settings.bucket !== undefined && settings.table !== undefined) {
+      throw new CliError(
+        'ErrInvalidInput',
+        'on AWS the signing key is a Secrets Manager secret: rotate it as docs/operations.md ' +
+          '("Signing keys") says, then add the new key id to the stack\'s signingKeyIds',
+      );
+    }
+    const dir = settings.dataDir;
+    const lost = flagOption(values, 'lost');
+    let stores: Awaited<ReturnType<typeof openCompactionStores>>;
+    try {
+      stores = await openCompactionStores(settings);
+    } catch (err) {
+      if (err instanceof DataDirNotFoundError || err instanceof DataDirInUseError) {
+        throw new CliError(err.code, `${err.message}: rotate with the server stopped`);
+      }
+      throw err;
+    }
+    try {
+      const hasKey = existsSync(join(dir, SIGNING_KEY_FILE));
+      if (!hasKey && !lost) {
+        throw new CliError(
+          'ErrNotFound',
+          `no ${SIGNING_KEY_FILE} in ${dir}: restore it from a backup, or pass --lost to ` +
+            'start a new key and keep the lost public keys published',
+        );
+      }
+      const before = loadKeyRingIfAny(dir, hasKey);
+      let ring = hasKey ? rotateSigningKeyFile(dir) : loadKeyRing(dir);
+      if (lost) {
+        const inRing = new Set(ring.jwks().keys.map((k) => k.kid));
+        const recorded = await recordedSigningKeys(stores.records);
+        ring = retireLostKeys(
+          dir,
+          recorded.filter((k) => !inRing.has(k.kid)),
+        );
+      }
+      await checkSigningKeys(stores.records, ring);
+      const retired = ring.retired.map((k) => k.kid);
+      if (ctx.settings.json) {
+        await ctx.print(JSON.stringify({ current: ring.current.keyId, retired }));
+      } else {
+        await ctx.print(`signing key ${ring.current.keyId} is current`);
+        if (before) await ctx.print(`retired ${before} (still published)`);
+        await ctx.print(`published keys: ${[ring.current.keyId, ...retired].join(', ')}`);
+      }
+      return 0;
+    } finally {
+      stores.close();
+    }
+  },
+};
+
+const loadKeyRingIfAny = (dir: string, hasKey: boolean): string | undefined =>
+  hasKey ? loadKeyRing(dir).current.keyId : undefined;

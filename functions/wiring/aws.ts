@@ -4,6 +4,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import { pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
+import { checkPinnedKeyIds } from '../../shared/adapters/aws/signing-secret.js';
 import type { AwsSettings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
@@ -12,6 +13,7 @@ import { systemClock } from '../../shared/ports/clock.js';
 import type { KeyRing } from '../../shared/ports/signer.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { checkSigningKeys } from '../../shared/services/signing-keys.js';
 import { compactionLedgerSettings } from './compaction.js';
 
 /**
@@ -21,6 +23,29 @@ import { compactionLedgerSettings } from './compaction.js';
  * makes one attempt per call. `signing`: the key ring read from the signing secret (once per
  * cold start, functions/api.ts); without it the app serves no tree heads.
  */
+/** How to recover when the secret lost a key that signed heads. */
+const SECRET_HINT =
+  'Restore the secret version that holds it, or, if it is lost for good, put a secret value ' +
+  'whose "retired" lists its public JWK (GET /v1/signing-keys of a healthy deployment, or the ' +
+  'signing-keys record) and a new seed (docs/operations.md, "Signing keys").';
+
+/**
+ * At cold start, before the first request: the ring from the secret must hold the key ids
+ * the stack pins (HEFESTO_SIGNING_KEY_IDS) and every key recorded as having signed heads
+ * (signing-keys.ts, one GetItem; the first cold start records them). Rejects otherwise, so
+ * the function serves nothing with a lost or replaced key.
+ */
+export const checkAwsSigning = async (settings: AwsSettings, ring: KeyRing): Promise<void> => {
+  checkPinnedKeyIds(ring, settings.signingKeyIds);
+  const dynamo = new DynamoDBClient({ maxAttempts: 1 });
+  try {
+    const records = new DynamoRecordStore({ client: dynamo, table: settings.table });
+    await checkSigningKeys(records, ring, SECRET_HINT);
+  } finally {
+    dynamo.destroy();
+  }
+};
+
 export const createAwsApp = (
   settings: AwsSettings,
   signing?: KeyRing,

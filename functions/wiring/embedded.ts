@@ -20,6 +20,7 @@ import type { CrashHook } from '../../shared/services/append.js';
 import type { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { checkSigningKeys } from '../../shared/services/signing-keys.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
 
 export interface Embedded {
@@ -32,6 +33,13 @@ export interface Embedded {
   compactor: Compactor;
   /** The durable writer's counters: commits, fsyncs (durable-writer.ts). */
   durableWriterStats(): Promise<DurableWriterStats>;
+  /**
+   * Settles once the key ring is checked against the keys recorded as having signed heads
+   * (signing-keys.ts); rejects with SigningKeyMissingError when one of them is missing (a
+   * deleted or replaced signing-key.pem): the server then refuses to start, and `fetch`
+   * answers nothing.
+   */
+  ready: Promise<void>;
   /** Releases the data directory and closes the database. */
   close(): void;
 }
@@ -46,7 +54,8 @@ export interface EmbeddedHooks {
  * `objects.sqlite`, records in `records.sqlite`) -> services -> app.
  *
  * Signed tree heads: the key ring of the data directory (`signing-key.pem`, created at first
- * start, mode 0600; `signing-keys-retired.json` after a rotation: signing-key-file.ts).
+ * start, mode 0600; `signing-keys-retired.json` after a rotation: signing-key-file.ts),
+ * checked against the keys that signed heads before (`ready`).
  *
  * Opening the object store takes the data directory's lock (or fails with UnavailableError
  * naming the server that holds it) and moves an older object layout to the current one; both
@@ -81,6 +90,8 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     throw err;
   }
   startDurableWriter();
+  const ready = checkSigningKeys(records, signing);
+  ready.catch(() => undefined); // awaited by the server and by fetch; not unhandled here
   const ledger = new Ledger(
     { objects, records, clock },
     {
@@ -116,12 +127,17 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     compactor,
     assets: staticDirAssets(STATIC_DIR),
   });
+  const admitted = admitAppends(app, APPEND_CONCURRENCY);
   return {
     app,
     keys,
     logger,
     compactor,
-    fetch: admitAppends(app, APPEND_CONCURRENCY),
+    ready,
+    fetch: async (request) => {
+      await ready;
+      return admitted(request);
+    },
     durableWriterStats,
     close: () => {
       records.close();

@@ -121,6 +121,38 @@ export class WitnessContradictionError extends TamperedHistoryError {
 }
 
 /**
+ * A head the witness published is signed by a key the server neither signs with nor lists as
+ * retired (`GET /v1/signing-keys`): the server's signing key was lost or replaced without a
+ * rotation (which keeps the old public key published), or the head was forged. Either way
+ * the published heads cannot be checked, so the audit fails instead of ignoring them.
+ *
+ * @example
+ * ```ts
+ * try { await auditStream(options); } catch (err) {
+ *   if (err instanceof UnknownWitnessKeyError) console.error(err.keyId, err.where);
+ * }
+ * ```
+ */
+export class UnknownWitnessKeyError extends ClientVerificationError {
+  readonly keyId: string;
+  readonly where: string;
+
+  constructor(keyId: string, where: string, head: unknown) {
+    const size = (head as { treeSize?: unknown } | null)?.treeSize;
+    super(
+      0,
+      `a head the witness published (${where}${typeof size === 'number' ? `, tree size ${size}` : ''}) ` +
+        `is signed by key ${keyId}, which the server neither signs with nor lists as retired: ` +
+        'its signing key was lost or replaced without a rotation (hefesto keys rotate-signing ' +
+        'keeps the old public key published), or the head is forged',
+    );
+    this.name = 'UnknownWitnessKeyError';
+    this.keyId = keyId;
+    this.where = where;
+  }
+}
+
+/**
  * Audits one stream (steps above); throws on any finding.
  *
  * @example
@@ -233,6 +265,10 @@ const checkWitness = async (o: AuditOptions, keys: HeadKeys, head: SignedTreeHea
   const invalid: string[] = [];
   const heads: Array<{ head: SignedTreeHead; publishedAt: number; where: string }> = [];
   for (const w of o.witnessed ?? []) {
+    const kid = (w.head as { keyId?: unknown } | null)?.keyId;
+    if (typeof kid === 'string' && !keys.keyIds.includes(kid)) {
+      throw new UnknownWitnessKeyError(kid, w.where, w.head);
+    }
     try {
       heads.push({
         head: verifyReceipt(w.head, keys, { tenant: o.tenant, streamId: o.streamId }),

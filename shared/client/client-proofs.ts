@@ -1,6 +1,6 @@
 import { HeadKeys, type SignedTreeHead } from '../domain/signed-head.js';
 import { ClientVerificationError, HefestoApiError } from './errors.js';
-import { verifyEventInclusion, verifyReceipt } from './proofs.js';
+import { TamperedHistoryError, verifyEventInclusion, verifyReceipt } from './proofs.js';
 import { TrustedHeads, type TrustKey, type TrustStore } from './trust-store.js';
 
 /**
@@ -13,8 +13,12 @@ import { TrustedHeads, type TrustKey, type TrustStore } from './trust-store.js';
  *   store keeps it across processes), and the page's last event in that tree (one inclusion
  *   proof: its chain hash commits to every event before it).
  *
+ * - before this client's first write to a stream it trusts a head of: the signed head now,
+ *   consistent with that one, so that nothing lands on a server that no longer holds the
+ *   history this client verified (its data reset, or rewritten).
+ *
  * A truncated or rewritten stream raises `TamperedHistoryError` (code ErrTamperedLedger) with
- * the reason. A stream the server has no tree for yet (written before trees) is checked by
+ * the reason; its message names the trust store and the command that forgets a server. A stream the server has no tree for yet (written before trees) is checked by
  * its chain alone, unless a signed head of it was trusted before: then losing the tree is
  * itself refused.
  */
@@ -108,10 +112,18 @@ export class ProofChecker {
       return undefined;
     }
     const head = await this.#verified(streamId, receipt);
-    await this.#trust.advance(this.#key(streamId), head, this.#consistency(streamId), {
-      receipt: true,
-    });
+    await this.#advance(streamId, head, { receipt: true });
     return head;
+  }
+
+  /**
+   * Before the first write of this client to a stream: when a head of it is trusted, the
+   * server's head now must extend it (one GET, and a consistency proof when it grew). A stream
+   * never trusted costs nothing (its first receipt is trusted on first use).
+   */
+  async checkBeforeWrite(streamId: string): Promise<void> {
+    if ((await this.trusted(streamId)) === undefined) return;
+    await this.checkRead(streamId, undefined);
   }
 
   /**
@@ -126,12 +138,17 @@ export class ProofChecker {
     try {
       raw = await this.#o.get(`/v1/streams/${enc(streamId)}/tree-head`);
     } catch (err) {
-      if (!(err instanceof HefestoApiError) || err.code !== 'ErrNotFound') throw err;
+      if (!(err instanceof HefestoApiError)) throw err;
+      if (err.code === 'ErrStreamNotFound') {
+        await this.#noTree(streamId, 'the server has no such stream');
+        throw err;
+      }
+      if (err.code !== 'ErrNotFound') throw err;
       await this.#noTree(streamId, 'the server has no tree for the stream');
       return undefined;
     }
     const head = await this.#verified(streamId, raw);
-    await this.#trust.advance(this.#key(streamId), head, this.#consistency(streamId));
+    await this.#advance(streamId, head);
     if (last === undefined || last.seq <= head.treeBase) return head;
     if (last.seq > head.treeBase + head.treeSize) {
       throw new ClientVerificationError(
@@ -152,13 +169,39 @@ export class ProofChecker {
     return this.#o.trustStore.get(this.#key(streamId));
   }
 
+  async #advance(
+    streamId: string,
+    head: SignedTreeHead,
+    options: { receipt?: boolean } = {},
+  ): Promise<void> {
+    try {
+      await this.#trust.advance(this.#key(streamId), head, this.#consistency(streamId), options);
+    } catch (err) {
+      if (err instanceof TamperedHistoryError) throw this.#hinted(streamId, err);
+      throw err;
+    }
+  }
+
   async #noTree(streamId: string, what: string): Promise<void> {
     const trusted = await this.trusted(streamId);
     if (trusted !== undefined) {
-      throw new ClientVerificationError(
+      const err = new ClientVerificationError(
         trusted.treeBase + 1,
         `${what}, but this client trusts a signed head of it (tree size ${trusted.treeSize})`,
       );
+      throw this.#hinted(streamId, err);
     }
+  }
+
+  /** Says where the contradicted head is kept, and how to forget a server reset on purpose. */
+  #hinted<E extends ClientVerificationError>(streamId: string, err: E): E {
+    const { baseUrl, trustStore } = this.#o;
+    const where = trustStore.location ? `the trust file ${trustStore.location}` : 'its trust store';
+    err.message +=
+      `. This client keeps the signed heads it verified in ${where} (${baseUrl}, stream ` +
+      `${streamId}). If that server's data was reset on purpose, forget its heads with ` +
+      `\`hefesto trust forget ${baseUrl}\` (the same trust file: $HEFESTO_TRUST_FILE); ` +
+      'otherwise the server lost or rewrote history it signed';
+    return err;
   }
 }

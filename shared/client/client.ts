@@ -1,4 +1,5 @@
 import { genesisHash } from '../domain/event.js';
+import { DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
 import { verifyEvents } from '../domain/verify.js';
 import type {
   CheckpointDelta,
@@ -122,6 +123,8 @@ export class HefestoClient {
   readonly #fences = new Map<string, number>();
   readonly #proofs: ProofChecker | undefined;
   readonly #values: ValueTransfer;
+  /** Per stream, the check of its trusted head before this client's first write to it. */
+  readonly #writeChecks = new Map<string, Promise<void>>();
 
   constructor(options: HefestoClientOptions) {
     this.tenant = options.tenant ?? 'default';
@@ -152,6 +155,7 @@ export class HefestoClient {
     events: EventInput[],
     options: WriteOptions & { expectedSeq?: number } = {},
   ): Promise<AppendResult & { replayed: boolean }> {
+    await this.#beforeFirstWrite(streamId);
     const res = await this.#http.call<AppendResult>('POST', `/v1/streams/${enc(streamId)}/events`, {
       body:
         options.expectedSeq === undefined
@@ -270,7 +274,9 @@ export class HefestoClient {
 
   /**
    * Verifies the whole chain on this side: reads every event, recomputes every hash from
-   * genesis, and checks the end against the head the server reports.
+   * genesis, and checks the end against the head the server reports. With `verify`, also
+   * against the signed tree head: its tree must hold the last event and extend the head this
+   * client trusted (the trust store), else `TamperedHistoryError` (truncated or rewritten).
    *
    * @example
    * ```ts
@@ -298,6 +304,7 @@ export class HefestoClient {
       return { ok: false, code: 'ErrTamperedLedger', firstBadSeq: point.seq + 1 };
     }
     this.#trusted.add(streamId, point.seq, point.hash);
+    await this.#proofs?.checkRead(streamId, point.seq === 0 ? undefined : point);
     return { ok: true, seq: point.seq, hash: point.hash };
   }
 
@@ -320,6 +327,7 @@ export class HefestoClient {
       | { ops: Array<DeltaOp | SetRefOp>; baseDigest: string; stateDigest?: string },
     options: WriteOptions = {},
   ): Promise<CheckpointResult & { replayed: boolean }> {
+    await this.#beforeFirstWrite(streamId);
     const res = await this.#http.call<CheckpointResult>(
       'POST',
       `/v1/streams/${enc(streamId)}/checkpoints`,
@@ -454,6 +462,7 @@ export class HefestoClient {
     label: string,
     task: { taskId: string; taskPath?: string; writes: PendingWriteInput[] },
   ): Promise<{ written: number }> {
+    await this.#beforeFirstWrite(streamId);
     const path = `/v1/streams/${enc(streamId)}/checkpoints/${enc(label)}/writes`;
     return (
       await this.#http.call<{ written: number }>('POST', path, {
@@ -511,7 +520,11 @@ export class HefestoClient {
   }
 
   /**
-   * The state at the head, or at any past seq. With `verify`, the digest is recomputed here.
+   * The state at the head, or at any past seq. With `verify`, the digest is recomputed here,
+   * the event at the state's seq is checked (its hash, and the state digest it records when
+   * it is a checkpoint) and proven in the signed tree head, which must extend the head this
+   * client trusted (the trust store): a truncated or rewritten history is a
+   * `TamperedHistoryError`.
    *
    * @example
    * ```ts
@@ -526,8 +539,18 @@ export class HefestoClient {
         query: { at: options.at },
       },
     );
-    if (this.#verify && !stateMatches(body.state, body.stateDigest, body.digestVersion)) {
+    if (!this.#verify) return body;
+    if (!stateMatches(body.state, body.stateDigest, body.digestVersion)) {
       throw new ClientVerificationError(body.seq, 'the state does not hash to its digest');
+    }
+    const event = await this.#signedEvent(streamId, body.seq);
+    const recorded = (event?.payload as { stateDigest?: unknown } | null)?.stateDigest;
+    const sets = event?.type === DELTA_EVENT || event?.type === FORK_EVENT;
+    if (sets && typeof recorded === 'string' && recorded !== body.stateDigest) {
+      throw new ClientVerificationError(
+        body.seq,
+        'the state is not the one its checkpoint records',
+      );
     }
     return body;
   }
@@ -559,7 +582,8 @@ export class HefestoClient {
    * checkpoint event at `at` (default: the head's last checkpoint), whose hash it verifies
    * along the chain itself, so neither the rest of the state nor trust in the server is
    * needed. `at` must be the seq of a checkpoint (a delta or a fork). A tampered value or
-   * proof is a `ClientVerificationError`.
+   * proof is a `ClientVerificationError`. With `verify`, the event is also proven in the
+   * signed tree head, which must extend the head this client trusted (`TamperedHistoryError`).
    *
    * @example
    * ```ts
@@ -583,7 +607,9 @@ export class HefestoClient {
       `/v1/streams/${enc(streamId)}/state`,
       { query },
     );
-    return provenValue(body, event, path);
+    const value = provenValue(body, event, path);
+    await this.#proofs?.checkRead(streamId, event);
+    return value;
   }
 
   /**
@@ -599,6 +625,7 @@ export class HefestoClient {
     fork: { newStreamId: string; at: number },
     options: WriteOptions = {},
   ): Promise<ForkResult> {
+    await this.#beforeFirstWrite(fork.newStreamId);
     const res = await this.#http.call<ForkResult>('POST', `/v1/streams/${enc(streamId)}/fork`, {
       body: fork,
       idempotencyKey: options.idempotencyKey ?? this.#newKey(),
@@ -664,6 +691,7 @@ export class HefestoClient {
     streamId: string,
     lease: { owner: string; ttlMs: number; exclusive?: boolean },
   ): Promise<Lease> {
+    await this.#beforeFirstWrite(streamId);
     return (
       await this.#http.call<Lease>('POST', `/v1/streams/${enc(streamId)}/lease`, {
         body: lease,
@@ -742,6 +770,7 @@ export class HefestoClient {
     effectKey: string,
     effect: EffectIntent,
   ): Promise<BeginResult> {
+    await this.#beforeFirstWrite(streamId);
     const path = `/v1/streams/${enc(streamId)}/effects/${enc(effectKey)}/begin`;
     return (
       await this.#http.call<BeginResult>('POST', path, {
@@ -807,6 +836,7 @@ export class HefestoClient {
    * ```
    */
   async compensateSaga(streamId: string, sagaId: string): Promise<SagaCompensation> {
+    await this.#beforeFirstWrite(streamId);
     const path = `/v1/streams/${enc(streamId)}/sagas/${enc(sagaId)}/compensate`;
     return (
       await this.#http.call<SagaCompensation>('POST', path, {
@@ -825,6 +855,47 @@ export class HefestoClient {
         query: { from: options.from, limit: options.limit, type: options.type },
       })
     ).body;
+  }
+
+  /**
+   * Before this client's first write to a stream (with `verify`): when the trust store holds a
+   * signed head of it, the server's head now must extend it, so that nothing lands on a server
+   * that no longer holds the history this client verified (its data reset, or rewritten).
+   * Once per stream and client; a failed check is tried again by the next write.
+   */
+  #beforeFirstWrite(streamId: string): Promise<void> {
+    if (!this.#proofs) return Promise.resolve();
+    let check = this.#writeChecks.get(streamId);
+    if (check === undefined) {
+      check = this.#proofs.checkBeforeWrite(streamId);
+      this.#writeChecks.set(streamId, check);
+      check.catch(() => this.#writeChecks.delete(streamId));
+    }
+    return check;
+  }
+
+  /**
+   * Event `seq`, its hash recomputed here and proven in the signed tree head (which must
+   * extend the trusted one): one page of one event, the tree head and one inclusion proof, not
+   * the chain from genesis. A stream with no tree (never trusted) is checked by its hash alone.
+   */
+  async #signedEvent(streamId: string, seq: number): Promise<LedgerEvent | undefined> {
+    if (seq === 0) {
+      await this.#proofs?.checkRead(streamId, undefined);
+      return undefined;
+    }
+    const event = (await this.#page(streamId, { from: seq, limit: 1 })).events[0];
+    if (event?.seq !== seq) throw new ClientVerificationError(seq, `no event at seq ${seq}`);
+    const known = this.#trusted.get(streamId, seq);
+    const prev = seq === 1 ? genesisHash(this.tenant, streamId) : event.prevHash;
+    const result = verifyEvents([event] as never, { seq: seq - 1, hash: prev });
+    if (!result.ok) throw new ClientVerificationError(result.firstBadSeq, result.reason);
+    if (known !== undefined && known !== event.hash) {
+      throw new ClientVerificationError(seq, 'the event is not the one this client verified');
+    }
+    const head = await this.#proofs?.checkRead(streamId, event);
+    if (head !== undefined && seq > head.treeBase) this.#trusted.add(streamId, seq, event.hash);
+    return event;
   }
 
   /** Makes sure the hash of event `seq` is trusted, reading and verifying up to it. */

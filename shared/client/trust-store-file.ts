@@ -67,6 +67,10 @@ export class FileTrustStore implements TrustStore {
 
   constructor(readonly path: string) {}
 
+  get location(): string {
+    return this.path;
+  }
+
   async get(key: TrustKey): Promise<SignedTreeHead | undefined> {
     await this.#writes.catch(() => undefined); // see this process's own last write
     return (await this.#read()).get(trustKeyId(key))?.head;
@@ -81,6 +85,25 @@ export class FileTrustStore implements TrustStore {
       const { baseUrl, tenant, stream } = key;
       entries.set(id, { baseUrl: baseUrl.replace(/\/+$/, ''), tenant, stream, head });
       await this.#write([...entries.values()]);
+    };
+    const next = this.#writes.then(write, write);
+    this.#writes = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * Forgets every head trusted for `baseUrl` (a server whose data was reset on purpose, so
+   * that its new streams are trusted on first use again); returns how many. `hefesto trust
+   * forget URL` runs this.
+   */
+  forget(baseUrl: string): Promise<number> {
+    const url = baseUrl.replace(/\/+$/, '');
+    const write = async () => {
+      const entries = await this.#read();
+      const kept = [...entries.values()].filter((e) => e.baseUrl.replace(/\/+$/, '') !== url);
+      const forgotten = entries.size - kept.length;
+      if (forgotten > 0) await this.#write(kept);
+      return forgotten;
     };
     const next = this.#writes.then(write, write);
     this.#writes = next.catch(() => undefined);

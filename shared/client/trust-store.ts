@@ -30,6 +30,8 @@ export interface TrustKey {
  * ```
  */
 export interface TrustStore {
+  /** Where the heads are kept, for messages (a file's path); absent: in memory. */
+  readonly location?: string;
   get(key: TrustKey): Promise<SignedTreeHead | undefined>;
   /**
    * Records a verified head. Never moves back: when a larger tree is stored already (another

@@ -30,6 +30,7 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_RETENTION_DAYS      | 0            | default TTL of new streams (0 = forever)  |
  * | HEFESTO_WITNESS_BUCKET      | (none)       | AWS: Object Lock bucket of the witness    |
  * | HEFESTO_SIGNING_SECRET      | (none)       | AWS: secret holding the signing key seed  |
+ * | HEFESTO_SIGNING_KEY_IDS     | (none)       | AWS: the valid signing key ids, k1,k2,... |
  */
 
 export type Env = Record<string, string | undefined>;
@@ -51,6 +52,11 @@ export interface Settings {
   witnessBucket: string | undefined;
   /** AWS: the Secrets Manager secret of the tree-head signing key (API function only). */
   signingSecret: string | undefined;
+  /**
+   * AWS: the key ids the stack pins (comma-separated): the secret's current key must be one
+   * of them and each must be in its ring, checked at cold start. Empty: no pin.
+   */
+  signingKeyIds: string[];
 }
 
 export interface CompactionSettings {
@@ -126,6 +132,13 @@ const EnvSchema = z.object({
   HEFESTO_RETENTION_DAYS: integer(0, 36_500, 0),
   HEFESTO_WITNESS_BUCKET: text(),
   HEFESTO_SIGNING_SECRET: text(),
+  HEFESTO_SIGNING_KEY_IDS: z.preprocess(
+    unset,
+    z
+      .string()
+      .regex(/^[\w.-]+(,[\w.-]+)*$/, 'must be key ids separated by commas')
+      .optional(),
+  ),
 });
 
 const fail = (problems: string[]): never => {
@@ -168,6 +181,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     retentionDays: e.HEFESTO_RETENTION_DAYS,
     witnessBucket: e.HEFESTO_WITNESS_BUCKET,
     signingSecret: e.HEFESTO_SIGNING_SECRET,
+    signingKeyIds: e.HEFESTO_SIGNING_KEY_IDS?.split(',') ?? [],
   };
 };
 

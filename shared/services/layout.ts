@@ -17,6 +17,7 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  * | refused batch     | t#{tenant}#s#{stream}     | refused#{seq, 16d}  |
  * | API key           | key#{keyId}               | key                 |
  * | bootstrap marker  | bootstrap                 | bootstrap           |
+ * | signing keys used | signing-keys              | signing-keys        |
  * | compactor lease   | t#{tenant}#s#{stream}     | compactor-lease     |
  * | base due          | t#{tenant}#s#{stream}     | basedue#{seq, 16d}  |
  * | garbage (batch)   | t#{tenant}#s#{stream}     | gc#{deleteAfter}#{tag} |
@@ -32,6 +33,9 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  */
 
 export const pad16 = (n: number): string => String(n).padStart(16, '0');
+
+/** The public keys that have signed this deployment's heads (signing-keys.ts). */
+export const SIGNING_KEYS_KEY: ItemKey = { pk: 'signing-keys', sk: 'signing-keys' };
 
 export const streamPk = (tenant: string, stream: string): string => `t#${tenant}#s#${stream}`;
 

@@ -192,10 +192,13 @@ export const publishedHeads = async (
 ): Promise<{
   heads: Array<{ head: unknown; publishedAt: number; where: string }>;
   invalid: string[];
+  /** Versions stored for the tenant, of any stream (0: a witness that holds nothing). */
+  versions: number;
 }> => {
   const heads: Array<{ head: unknown; publishedAt: number; where: string }> = [];
   const invalid: string[] = [];
-  for (const v of await witness.versions(witnessPrefix(tenant))) {
+  const versions = await witness.versions(witnessPrefix(tenant));
+  for (const v of versions) {
     const where = `${v.key}@${v.versionId}`;
     try {
       const object = parseWitnessObject(JSON.parse(Buffer.from(v.body).toString('utf8')), tenant);
@@ -206,5 +209,5 @@ export const publishedHeads = async (
       invalid.push(`${where}: ${(err as Error).message}`);
     }
   }
-  return { heads, invalid };
+  return { heads, invalid, versions: versions.length };
 };

@@ -6,11 +6,13 @@ import { Writable } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.js';
+import { signTreeHead } from '../../shared/domain/signed-head.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
 import { Compactor } from '../../shared/services/compactor.js';
-import { headKey, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/services/layout.js';
+import { headKey, pad16, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/services/layout.js';
+import { WITNESS_FORMAT } from '../../shared/services/witness.js';
 import { createHarness, events, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 import { hasAwsEmulators } from '../support/aws.js';
 import { counterIds } from '../support/compaction.js';
@@ -51,7 +53,8 @@ describe.each(cases)(
     let witness: WitnessStore;
     let witnessArg: string;
     let cleanupWitness: () => Promise<void>;
-    const ring = new KeyRing(new FakeSigner('audit'));
+    // The server signs with 'audit'; 'retired' is an older key it still publishes.
+    const ring = new KeyRing(new FakeSigner('audit'), [new FakeSigner('retired').publicJwk]);
 
     const cli = async (args: string[], trustFile = join(dir, 'trust.json')) => {
       const out = sink();
@@ -226,6 +229,63 @@ describe.each(cases)(
       const caught = await cli(['audit', 'run-1', '--witness', witnessArg], join(dir, 'd.json'));
       expect(caught.stdout).toContain('truncated below a signed head (signed tree size 4, now 2)');
       expect(caught.code).toBe(1);
+    });
+
+    it('--witness that does not exist, or holds nothing, is an error, not "no published head yet"', async () => {
+      await append('run-1', 3);
+      const missing = await cli(['audit', 'run-1', '--witness', join(dir, 'no-such-witness')]);
+      expect(missing.code).toBe(1);
+      expect(missing.stdout).toBe('');
+      expect(missing.stderr).toContain(
+        `--witness ${join(dir, 'no-such-witness')}: no such directory`,
+      );
+      if (witnessKind === 'aws') {
+        const bucket = `s3://hefesto-no-such-witness-${Date.now().toString(36)}`;
+        const noBucket = await cli(['audit', 'run-1', '--witness', bucket]);
+        expect(noBucket.code).toBe(1);
+        expect(noBucket.stderr).toContain(`--witness ${bucket}: no such bucket`);
+      }
+      // The right place, before the compactor published anything there.
+      const empty = await cli(['audit', 'run-1', '--witness', witnessArg]);
+      expect(empty.code).toBe(1);
+      expect(empty.stderr).toContain(
+        `--witness ${witnessArg} holds no published head of tenant default`,
+      );
+      await publish();
+      const published = await cli(['audit', 'run-1', '--witness', witnessArg]);
+      expect(published.stdout).toContain('witness: 1 published heads consistent');
+      expect(published.code).toBe(0);
+    });
+
+    it('--witness fails on a head signed by a key the server neither signs with nor retired', async () => {
+      await append('run-1', 3);
+      await publish(); // a head signed by the current key
+      const res = await fetch(`${url}/v1/streams/run-1/tree-head`, {
+        headers: { authorization: `Bearer ${ROOT_KEY}` },
+      });
+      const served = (await res.json()) as Parameters<typeof signTreeHead>[0];
+      /** A witness object holding the served head signed by `signer`, as the compactor writes. */
+      const publishSignedBy = async (signer: FakeSigner, runId: string) => {
+        const head = signTreeHead(served, signer);
+        const body = { format: WITNESS_FORMAT, tenant: 'default', publishedAt: h.now(), runId };
+        const key = `w/default/${pad16(h.now())}-${runId}.json`;
+        await witness.publish(key, Buffer.from(JSON.stringify({ ...body, heads: [head] })));
+        h.advance(1000);
+      };
+      // Signed by a retired key (still published): checked like any other.
+      await publishSignedBy(new FakeSigner('retired'), 'old-key');
+      const retired = await cli(['audit', 'run-1', '--witness', witnessArg]);
+      expect(retired.stdout).toContain('witness: 2 published heads consistent');
+      expect(retired.code).toBe(0);
+      // Signed by a key the server lost (or never had): the audit cannot check it, so fails.
+      await publishSignedBy(new FakeSigner('lost'), 'lost-key');
+      const lost = await cli(['audit', 'run-1', '--witness', witnessArg]);
+      expect(lost.stdout).toMatch(/^bad run-1: .*a head the witness published \(w\/default\//);
+      expect(lost.stdout).toContain(
+        'is signed by key fake-lost, which the server neither signs with nor lists as retired',
+      );
+      expect(lost.stdout).not.toContain('witness: ignored');
+      expect(lost.code).toBe(1);
     });
   },
 );

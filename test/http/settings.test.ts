@@ -17,6 +17,7 @@ describe('settings', () => {
           maxBodyBytes: 4_194_304,
           maxJsonDepth: 32,
         },
+        signingKeyIds: [],
         snapshotEvery: 25,
         logLevel: 'info',
         compaction: {

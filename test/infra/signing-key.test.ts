@@ -1,5 +1,7 @@
+import { App } from 'aws-cdk-lib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../infra/config.js';
+import { configFromContext } from '../../infra/hefesto-app.js';
 import { logicalId, resourcesOf, type Synthesized, statementsOfRole, synth } from './synth.js';
 
 /**
@@ -54,5 +56,27 @@ describe('the signing key secret', () => {
       expect(envOf(s, s.stack.api.fn).HEFESTO_SIGNING_SECRET).toEqual({ Ref: secretId });
       expect(envOf(s, s.stack.compactor.fn)).not.toHaveProperty('HEFESTO_SIGNING_SECRET');
     }
+  });
+
+  it('pins the valid key ids in the API function when they are configured, and only there', () => {
+    // Unpinned (the first deploy: the seed, so the key id, is made by Secrets Manager).
+    expect(envOf(dev, dev.stack.api.fn)).not.toHaveProperty('HEFESTO_SIGNING_KEY_IDS');
+    const pinned = synth(resolveConfig('dev', 'aws', { signingKeyIds: ['kid-new', 'kid-old'] }), {
+      bundle: false,
+    });
+    expect(envOf(pinned, pinned.stack.api.fn).HEFESTO_SIGNING_KEY_IDS).toBe('kid-new,kid-old');
+    expect(envOf(pinned, pinned.stack.compactor.fn)).not.toHaveProperty('HEFESTO_SIGNING_KEY_IDS');
+  }, 240_000);
+
+  it('takes the pin from the signingKeyIds context, and refuses one that is not key ids', () => {
+    const app = (context: Record<string, string>) => new App({ context });
+    expect(configFromContext(app({})).signingKeyIds).toBeUndefined();
+    expect(configFromContext(app({ signingKeyIds: 'kid-a,kid-b' })).signingKeyIds).toEqual([
+      'kid-a',
+      'kid-b',
+    ]);
+    expect(() => configFromContext(app({ signingKeyIds: 'kid a;b' }))).toThrow(
+      /context signingKeyIds=kid a;b: expected KID\[,KID...\]/,
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { InvalidFormatError } from '../../domain/errors.js';
+import { InvalidFormatError, UnavailableError } from '../../domain/errors.js';
 import { sha256 } from '../../domain/hashing.js';
 import { type Ed25519PublicJwk, parseJwks } from '../../domain/signed-head.js';
 import { Ed25519Signer, KeyRing } from '../../ports/signer.js';
@@ -20,6 +20,14 @@ import { Ed25519Signer, KeyRing } from '../../ports/signer.js';
  * key's public JWK moves to `retired`, so `GET /v1/signing-keys` keeps it and its heads keep
  * verifying. Cold starts that loaded the old version sign with the old key until they end;
  * both verify.
+ *
+ * A changed secret without a rotation (a new seed whose `retired` lacks the old key, a
+ * deleted version, an older version made current again) is refused at cold start, twice:
+ * - the stack pins the valid key ids (HEFESTO_SIGNING_KEY_IDS, from the `signingKeyIds`
+ *   context): the ring's current key must be one of them and each must be in the ring
+ *   (`checkPinnedKeyIds`); a rotation adds the new id to the pin and deploys;
+ * - the record of keys that signed heads (shared/services/signing-keys.ts) must be in the
+ *   ring, as in embedded mode.
  */
 
 export interface SecretSource {
@@ -78,6 +86,42 @@ export const rotateSigningSecret = (text: string, newSeed: string): string => {
     throw new InvalidFormatError('rotate to a new seed');
   return JSON.stringify(next);
 };
+
+/**
+ * The pin check: `pinned` (the stack's key ids; empty: no pin) must name the ring's current
+ * key, and every pinned key must be in the ring (current or retired).
+ *
+ * @example
+ * ```ts
+ * checkPinnedKeyIds(await loadSigningRing(source, arn), settings.signingKeyIds);
+ * ```
+ */
+export const checkPinnedKeyIds = (ring: KeyRing, pinned: readonly string[]): void => {
+  if (pinned.length === 0) return;
+  const inRing = new Set(ring.jwks().keys.map((k) => k.kid));
+  const current = ring.current.keyId;
+  const missing = pinned.filter((kid) => !inRing.has(kid));
+  if (!pinned.includes(current) || missing.length > 0) {
+    throw new SigningKeyPinError(
+      `the signing secret holds key ${current} (retired: ${ring.retired.map((k) => k.kid).join(', ') || 'none'}), ` +
+        `but the stack pins ${pinned.join(', ')}` +
+        (missing.length > 0 ? ` and ${missing.join(', ')} is not in the secret` : '') +
+        ': the secret changed without a rotation. Restore the secret version that holds the ' +
+        'pinned keys, or rotate (rotateSigningSecret keeps the old key retired) and add the new ' +
+        'key id to the signingKeyIds context (docs/operations.md, "Signing keys")',
+    );
+  }
+};
+
+/**
+ * The signing secret does not hold the keys the stack pins.
+ *
+ * @example
+ * ```ts
+ * try { checkPinnedKeyIds(ring, pinned); } catch (err) { if (err instanceof SigningKeyPinError) log(err.message); }
+ * ```
+ */
+export class SigningKeyPinError extends UnavailableError {}
 
 const loaded = new Map<string, Promise<KeyRing>>();
 

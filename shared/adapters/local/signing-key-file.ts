@@ -135,3 +135,17 @@ export const rotateSigningKeyFile = (dir: string): KeyRing => {
   fsyncDir(dir);
   return new KeyRing(readKey(keyPath), retired);
 };
+
+/**
+ * Keeps `lost` public keys published as retired (a key whose private half is gone: its heads
+ * must keep verifying), after the ones retired already. Same write as step 1 of a rotation.
+ */
+export const retireLostKeys = (dir: string, lost: readonly Ed25519PublicJwk[]): KeyRing => {
+  const ring = loadKeyRing(dir);
+  const retiredPath = join(dir, RETIRED_KEYS_FILE);
+  const retired = [...ring.retired, ...lost.filter((k) => k.kid !== ring.current.keyId)];
+  const body = `${JSON.stringify({ keys: retired }, null, 2)}\n`;
+  renameSync(writeTemp(retiredPath, body), retiredPath);
+  fsyncDir(dir);
+  return new KeyRing(ring.current, retired);
+};
