@@ -1,11 +1,17 @@
+import { showBidiControls } from './bidi.js';
+
 /**
  * A few DOM helpers. Every text goes in through `textContent` (never innerHTML): the page
  * runs under Trusted Types with no policy, so parsing HTML from a string would throw, and no
- * event payload can ever become markup.
+ * event payload can ever become markup. Bidi control characters in any text or title are
+ * shown as markers (bidi.ts), so no stored string can reorder what is shown around it.
  */
 
 type Child = Node | string | number | false | null | undefined;
 type Attrs = Record<string, string | number | boolean | undefined | EventListener>;
+
+/** Attributes a reader sees (tooltips, screen readers): their text is shown like text nodes. */
+const SHOWN_ATTRIBUTES = new Set(['title', 'aria-label', 'alt', 'placeholder']);
 
 export const h = <K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -17,7 +23,11 @@ export const h = <K extends keyof HTMLElementTagNameMap>(
     if (value === undefined || value === false) continue;
     if (typeof value === 'function') node.addEventListener(name.replace(/^on/, ''), value);
     else if (value === true) node.setAttribute(name, '');
-    else node.setAttribute(name, String(value));
+    else
+      node.setAttribute(
+        name,
+        SHOWN_ATTRIBUTES.has(name) ? showBidiControls(String(value)) : String(value),
+      );
   }
   append(node, ...children);
   return node;
@@ -26,7 +36,9 @@ export const h = <K extends keyof HTMLElementTagNameMap>(
 export const append = (node: Node, ...children: Child[]): void => {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
-    node.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+    node.appendChild(
+      typeof child === 'object' ? child : document.createTextNode(showBidiControls(String(child))),
+    );
   }
 };
 

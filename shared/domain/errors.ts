@@ -83,8 +83,18 @@ export class ConflictError<T = unknown> extends HefestoError {
 
 /** The backing store kept failing with retryable errors (throttling, 503, 409 races). */
 export class UnavailableError extends HefestoError {
-  constructor(message: string, options?: HefestoErrorOptions) {
+  /** When to retry (the Retry-After header); default 1 s. */
+  readonly retryAfterMs?: number;
+  /** A message written for callers (a 5xx shows none otherwise). */
+  readonly detail?: string;
+
+  constructor(
+    message: string,
+    options?: HefestoErrorOptions & { retryAfterMs?: number; detail?: string },
+  ) {
     super('ErrUnavailable', message, options);
+    if (options?.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
+    if (options?.detail !== undefined) this.detail = options.detail;
   }
 }
 

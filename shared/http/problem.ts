@@ -13,6 +13,7 @@ import {
   PrunedError,
   SeqConflictError,
   TamperedLedgerError,
+  UnavailableError,
   UnsupportedMediaTypeError,
 } from '../domain/errors.js';
 import type { AppEnv } from './context.js';
@@ -66,6 +67,7 @@ const detailOf = (err: HefestoError, status: number): string => {
     return `the ledger fails verification at seq ${err.firstBadSeq}; nothing from there on is served`;
   }
   if (status < 500) return err.message;
+  if (err instanceof UnavailableError && err.detail) return err.detail;
   if (err.code === 'ErrUnavailable') return 'the storage backend is unavailable; retry later';
   return 'an internal error occurred';
 };
@@ -94,7 +96,10 @@ const headersOf = (err: HefestoError): Record<string, string> => {
   if (err instanceof IdempotencyInProgressError) {
     headers['retry-after'] = String(retryAfterSeconds(err.retryAfterMs));
   }
-  if (err.code === 'ErrUnavailable') headers['retry-after'] = '1';
+  if (err.code === 'ErrUnavailable') {
+    const ms = err instanceof UnavailableError ? err.retryAfterMs : undefined;
+    headers['retry-after'] = String(retryAfterSeconds(ms ?? 1000));
+  }
   if (err instanceof MethodNotAllowedError) headers.allow = err.allow.join(', ');
   return headers;
 };

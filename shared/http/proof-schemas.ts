@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { queryInt } from './query-int.js';
 
 /**
  * Schemas of the verifiable ledger's routes (docs/proofs.md): signed tree heads, JWK sets and
@@ -7,8 +8,7 @@ import { z } from '@hono/zod-openapi';
 
 const Hex = z.string().regex(/^[0-9a-f]{64}$/);
 const Size = z.number().int().min(0);
-const QuerySize = (description: string) =>
-  z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).openapi({ description });
+const QuerySize = (description: string) => queryInt({ min: 0, description });
 
 export const SignedTreeHeadSchema = z
   .object({
@@ -62,7 +62,7 @@ export const JwkSetSchema = z
   });
 
 export const InclusionQuery = z.object({
-  seq: z.coerce.number().int().min(1).openapi({ description: 'The event' }),
+  seq: queryInt({ min: 1, description: 'The event' }),
   treeSize: QuerySize('Tree size the proof is for (default: the current tree)').optional(),
 });
 

@@ -5,6 +5,7 @@ import { parseIdempotencyKey } from './idempotency-key.js';
 import { READ_LIMIT } from './limits.js';
 import { codesOfStatus, errorResponses } from './openapi-errors.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
+import { queryInt, queryIntDefault } from './query-int.js';
 
 /**
  * The zod schemas of the API: they validate requests and, through @hono/zod-openapi, are the
@@ -167,8 +168,8 @@ export const StreamHead = z
   });
 
 export const ReadQuery = z.object({
-  from: z.coerce.number().int().min(1).optional().openapi({ description: 'First seq to read' }),
-  limit: z.coerce.number().int().min(1).max(READ_LIMIT.max).default(READ_LIMIT.default),
+  from: queryInt({ min: 1, description: 'First seq to read' }).optional(),
+  limit: queryIntDefault({ min: 1, max: READ_LIMIT.max, default: READ_LIMIT.default }),
   type: z.string().regex(EVENT_TYPE_PATTERN).optional().openapi({
     description: 'Only events of this type',
   }),

@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import { MAX_VALUE_BYTES } from '../domain/state-v2/index.js';
 import { LABEL_PATTERN } from '../services/labels.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
+import { queryInt } from './query-int.js';
 import { STREAM_ID_PATTERN } from './schemas.js';
 
 /** Schemas of the checkpoint, state and fork routes (validation and OpenAPI in one). */
@@ -106,9 +107,10 @@ export const CheckpointResult = z
   });
 
 export const StateQuery = z.object({
-  at: z.coerce.number().int().min(1).optional().openapi({
+  at: queryInt({
+    min: 1,
     description: 'The seq to read the state at (time travel); default: the head',
-  }),
+  }).optional(),
   path: Pointer.optional().openapi({
     description:
       'Read only the value at this RFC 6901 pointer (an array at a canonical index below its ' +

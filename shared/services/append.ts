@@ -515,6 +515,7 @@ export class Appender {
           objectKey,
           size: segment.size,
           createdAt: segment.createdAt,
+          ...tree.index,
         },
         conditions: [{ op: 'notExists' }],
       },

@@ -26,6 +26,7 @@ import type { HeadRecord } from './layout.js';
 import type { Reader } from './reader.js';
 import { signTree, type TreeState, treeOf } from './tree-commit.js';
 import {
+  indexNodeReader,
   objectTileReader,
   readTilesRecord,
   StreamHashSource,
@@ -52,6 +53,10 @@ export interface ProofServiceOptions {
   reader: Reader;
   clock: Clock;
   signing?: KeyRing;
+  /** Leaves a proof may read from segments (tree-source.ts). Default PROOF_LEAF_BUDGET. */
+  maxLeaves?: number;
+  /** Retry-After of a proof past that budget. Default 30 s. */
+  retryAfterMs?: number;
 }
 
 interface Opened {
@@ -165,6 +170,9 @@ export class ProofService {
       tiledSize,
       tree,
       leaves: (start, end) => segmentLeaves(reader, at, start, end),
+      stored: indexNodeReader(records, { tenant, stream, treeBase: tree.treeBase }),
+      maxLeaves: this.#o.maxLeaves,
+      retryAfterMs: this.#o.retryAfterMs,
     });
     return { head, tree, source };
   }

@@ -1,5 +1,6 @@
 import { TamperedLedgerError } from '../domain/errors.js';
 import {
+  completedNodes,
   eventLeafHash,
   extendFrontier,
   frontierFromHex,
@@ -25,11 +26,23 @@ import { type HeadRecord, shardOf, streamPk } from './layout.js';
  *   (`wit#{shard}`, one per stream) and sets `witPending`: one extra item per stream per
  *   witness run, not per append (witness.ts).
  *
+ * - the segment's index record gets `treeNodes`: the hashes of the perfect subtrees of 16
+ *   leaves or more that the batch completes (about one per 8 events, at most one per level
+ *   more), so a proof on leaves the compactor has not tiled yet reads O(log n) of them
+ *   instead of the segments (tree-source.ts): the tree's own tiles, written on commit, in
+ *   the one record the commit writes anyway.
+ *
  * The commit's head update carries conditions on what it read of these fields (no tree yet,
  * witPending or not): the backfill and the witness change them under the same seq, and a
  * commit that read them before must not write over them (the appender retries on the fresh
  * head).
  */
+
+/**
+ * The lowest level of the subtrees an index record stores (`treeNodes`): 16 leaves. Smaller
+ * ones are hashed from the leaves (at most 15 of a proof's leaves on each side of a path).
+ */
+export const STORED_NODE_LEVEL = 4;
 
 /** A stream's tree as its head holds it. */
 export interface TreeState {
@@ -124,6 +137,8 @@ export const treeFields = (tree: TreeState): Record<string, JsonValue> => ({
 export interface TreeCommit {
   /** Attributes the head update (or the new head) sets. */
   set: Record<string, JsonValue>;
+  /** Attributes of the segment's index record (`treeNodes`). */
+  index: Record<string, JsonValue>;
   /** Conditions the head update adds (what was read of the tree and witness fields). */
   conditions: Condition[];
   ops: TransactOp[];
@@ -148,8 +163,22 @@ export const treeCommit = (
         : { op: 'attrNotExists', attr: 'witPending' },
     );
   }
-  if (before === undefined) return { set: {}, conditions, ops: [] };
-  const tree = extendTree(before, at.hashes);
+  if (before === undefined) return { set: {}, index: {}, conditions, ops: [] };
+  const leaves = at.hashes.map(eventLeafHash);
+  const tree: TreeState = {
+    treeBase: before.treeBase,
+    treeSize: before.treeSize + leaves.length,
+    frontier: extendFrontier(before.frontier, before.treeSize, leaves),
+  };
+  const stored = completedNodes(before.frontier, before.treeSize, leaves, STORED_NODE_LEVEL);
+  const index: Record<string, JsonValue> = {
+    treeNodes: {
+      base: before.treeBase,
+      from: before.treeSize,
+      to: tree.treeSize,
+      hashes: stored.map(hashToHex).join(''),
+    },
+  };
   const receipt = signer && signTree(signer, at, tree);
   const set: Record<string, JsonValue> = { ...treeFields(tree) };
   if (receipt) set.treeHead = receipt as unknown as JsonValue;
@@ -161,5 +190,5 @@ export const treeCommit = (
       item: { ...witnessKey(at.tenant, at.stream), tenant: at.tenant, stream: at.stream },
     });
   }
-  return { set, conditions, ops, ...(receipt ? { receipt } : {}) };
+  return { set, index, conditions, ops, ...(receipt ? { receipt } : {}) };
 };

@@ -1,7 +1,10 @@
-import { InvalidFormatError, PrunedError } from '../domain/errors.js';
+import { InvalidFormatError, PrunedError, UnavailableError } from '../domain/errors.js';
 import {
+  completedNodeIds,
   eventLeafHash,
   type HashSource,
+  hexToHash,
+  isSize,
   type NodeId,
   nodeHash,
   perfectRoot,
@@ -10,10 +13,10 @@ import {
 } from '../domain/merkle/index.js';
 import { tileKey } from '../domain/merkle/tiles.js';
 import type { ObjectStore } from '../ports/object-store.js';
-import type { RecordStore } from '../ports/record-store.js';
-import type { HeadRecord } from './layout.js';
+import type { Item, RecordStore } from '../ports/record-store.js';
+import { type HeadRecord, pad16, SEGMENT_INDEX_PREFIX, streamPk } from './layout.js';
 import type { Reader } from './reader.js';
-import { type TreeState, tilesKey } from './tree-commit.js';
+import { STORED_NODE_LEVEL, type TreeState, tilesKey } from './tree-commit.js';
 
 /**
  * Where the server's proofs get their hashes (docs/proofs.md, "Computing proofs without
@@ -90,6 +93,7 @@ export const segmentLeaves = async (
       }
       return (segment.events.at(-1)?.seq ?? to) < to;
     },
+    to,
   );
   if (leaves.length !== end - start) {
     throw new InvalidFormatError(`segments hold ${leaves.length} of leaves ${start}..${end - 1}`);
@@ -99,6 +103,7 @@ export const segmentLeaves = async (
 
 type Plan =
   | { kind: 'tile'; at: number }
+  | { kind: 'stored'; at: number; node: NodeId }
   | { kind: 'leaves'; start: number; end: number }
   | { kind: 'split'; left: Plan; right: Plan };
 
@@ -106,6 +111,12 @@ const span = (node: NodeId) => ({
   start: node.index * 2 ** node.level,
   end: (node.index + 1) * 2 ** node.level,
 });
+
+/** Leaves a proof may hash from the segments at most (docs/proofs.md, "The untiled tail"). */
+export const PROOF_LEAF_BUDGET = 1024;
+
+/** Leaf ranges at most this far apart are read in one walk. */
+const MERGE_GAP = 64;
 
 export interface StreamHashSourceOptions {
   tiles: TileReader;
@@ -115,14 +126,24 @@ export interface StreamHashSourceOptions {
   tree: TreeState;
   /** Leaf hashes [start, end) from the segments. */
   leaves: (start: number, end: number) => Promise<Uint8Array[]>;
+  /**
+   * Hashes of subtrees of STORED_NODE_LEVEL or more past the tiles, from the index records
+   * (`treeNodes`, written on commit); undefined for one no record holds (a merged or older
+   * record): its leaves are read instead.
+   */
+  stored?: (nodes: readonly NodeId[]) => Promise<Array<Uint8Array | undefined>>;
+  /** Leaves read from segments per batch at most; past it ErrUnavailable. Default PROOF_LEAF_BUDGET. */
+  maxLeaves?: number;
+  /** The Retry-After of that ErrUnavailable (the compactor tiles meanwhile). Default 30 s. */
+  retryAfterMs?: number;
 }
 
 export class StreamHashSource implements HashSource {
   readonly #o: StreamHashSourceOptions;
   readonly #tiles: TileHashSource;
-  /** Leaf hashes read so far: [start, start + hashes.length). */
-  #leaves: { start: number; hashes: Uint8Array[] } | undefined;
-  /** Leaf reads this source made (for benchmarks and tests). */
+  /** Leaf hashes read so far, by leaf index. */
+  readonly #leaves = new Map<number, Uint8Array>();
+  /** Leaf reads (segment walks) this source made (for benchmarks and tests). */
   leafReads = 0;
 
   constructor(options: StreamHashSourceOptions) {
@@ -132,20 +153,24 @@ export class StreamHashSource implements HashSource {
 
   async nodeHashes(nodes: readonly NodeId[]): Promise<Uint8Array[]> {
     const tileNodes: NodeId[] = [];
-    let lo = Number.POSITIVE_INFINITY;
-    let hi = 0;
+    const storedNodes: NodeId[] = [];
+    const ranges: Array<{ start: number; end: number }> = [];
+    const { tiledSize, tree } = this.#o;
     const plan = (node: NodeId): Plan => {
       const { start, end } = span(node);
-      if (end > this.#o.tree.treeSize) {
+      if (end > tree.treeSize) {
         throw new InvalidFormatError(`subtree (${node.level}, ${node.index}) is past the tree`);
       }
-      if (end <= this.#o.tiledSize) {
+      if (end <= tiledSize) {
         tileNodes.push(node);
         return { kind: 'tile', at: tileNodes.length - 1 };
       }
-      if (start >= this.#o.tiledSize) {
-        lo = Math.min(lo, start);
-        hi = Math.max(hi, end);
+      if (start >= tiledSize && node.level >= STORED_NODE_LEVEL && this.#o.stored) {
+        storedNodes.push(node);
+        return { kind: 'stored', at: storedNodes.length - 1, node };
+      }
+      if (start >= tiledSize) {
+        ranges.push({ start, end });
         return { kind: 'leaves', start, end };
       }
       const level = node.level - 1;
@@ -156,19 +181,33 @@ export class StreamHashSource implements HashSource {
       };
     };
     const plans = nodes.map(plan);
-    const [tiled] = await Promise.all([
+    const [tiled, stored] = await Promise.all([
       tileNodes.length > 0 ? this.#tiles.nodeHashes(tileNodes) : Promise.resolve([]),
-      hi > 0 ? this.#load(lo, hi) : Promise.resolve(),
+      storedNodes.length > 0 && this.#o.stored
+        ? this.#o.stored(storedNodes)
+        : Promise.resolve([] as Array<Uint8Array | undefined>),
     ]);
+    // A subtree no record holds (merged, or committed before records held them): its leaves.
+    for (const [i, hash] of stored.entries()) {
+      if (hash === undefined) ranges.push(span(storedNodes[i] as NodeId));
+    }
+    await this.#load(ranges);
+    const leafRoot = (start: number, end: number) =>
+      perfectRoot(
+        Array.from({ length: end - start }, (_, i) => this.#leaves.get(start + i) as Uint8Array),
+      );
     const evaluate = (p: Plan): Uint8Array => {
       switch (p.kind) {
         case 'tile':
           return tiled[p.at] as Uint8Array;
-        case 'leaves': {
-          const leaves = this.#leaves as { start: number; hashes: Uint8Array[] };
-          const from = p.start - leaves.start;
-          return perfectRoot(leaves.hashes.slice(from, from + (p.end - p.start)));
+        case 'stored': {
+          const hash = stored[p.at];
+          if (hash) return hash;
+          const { start, end } = span(p.node);
+          return leafRoot(start, end);
         }
+        case 'leaves':
+          return leafRoot(p.start, p.end);
         case 'split':
           return nodeHash(evaluate(p.left), evaluate(p.right));
       }
@@ -176,13 +215,109 @@ export class StreamHashSource implements HashSource {
     return plans.map(evaluate);
   }
 
-  /** Makes sure leaves [start, end) are loaded (one read, widened to what was read before). */
-  async #load(start: number, end: number): Promise<void> {
-    const have = this.#leaves;
-    if (have && have.start <= start && have.start + have.hashes.length >= end) return;
-    const from = Math.min(start, have?.start ?? start);
-    const to = Math.max(end, have ? have.start + have.hashes.length : end);
-    this.leafReads++;
-    this.#leaves = { start: from, hashes: await this.#o.leaves(from, to) };
+  /**
+   * Makes sure the leaves of `ranges` are loaded: the ranges merged, each read once, in
+   * parallel. More than `maxLeaves` new leaves is ErrUnavailable, before any is read: the
+   * work a proof does on the request path stays bounded however far the tiles lag.
+   */
+  async #load(ranges: Array<{ start: number; end: number }>): Promise<void> {
+    const missing = ranges
+      .filter((r) => !this.#has(r.start, r.end))
+      .sort((a, b) => a.start - b.start);
+    const merged: Array<{ start: number; end: number }> = [];
+    for (const r of missing) {
+      const last = merged[merged.length - 1];
+      // Ranges a few leaves apart are read as one: one segment walk, not one per range.
+      if (last && r.start <= last.end + MERGE_GAP) last.end = Math.max(last.end, r.end);
+      else merged.push({ ...r });
+    }
+    const total = merged.reduce((n, r) => n + (r.end - r.start), 0);
+    const budget = this.#o.maxLeaves ?? PROOF_LEAF_BUDGET;
+    if (total > budget) {
+      const detail =
+        `this proof needs ${total} leaves that are neither tiled nor in the index records ` +
+        `(at most ${budget} are read per proof); retry once the compactor has tiled them`;
+      throw new UnavailableError(detail, { retryAfterMs: this.#o.retryAfterMs ?? 30_000, detail });
+    }
+    await Promise.all(
+      merged.map(async ({ start, end }) => {
+        this.leafReads++;
+        const hashes = await this.#o.leaves(start, end);
+        for (const [i, h] of hashes.entries()) this.#leaves.set(start + i, h);
+      }),
+    );
+  }
+
+  #has(start: number, end: number): boolean {
+    for (let i = start; i < end; i++) if (!this.#leaves.has(i)) return false;
+    return true;
   }
 }
+
+/**
+ * The subtree hashes of index records (`treeNodes`, tree-commit.ts): subtree (L, N) ends at
+ * leaf e = (N + 1)·2^L, seq treeBase + e, so it is in the record of the segment holding that
+ * seq, the first whose key (its lastSeq) is at or past it: one query of one item. A record
+ * of another tree base, or whose batch does not end the subtree (a merged record keeps only
+ * its last batch's), answers undefined. Hashes are not trusted (proofs are checked).
+ */
+export const indexNodeReader =
+  (records: RecordStore, at: { tenant: string; stream: string; treeBase: number }) =>
+  async (nodes: readonly NodeId[]): Promise<Array<Uint8Array | undefined>> => {
+    const pk = streamPk(at.tenant, at.stream);
+    const bySeq = new Map<number, Promise<TreeNodes | undefined>>();
+    const recordAt = (seq: number) => {
+      let found = bySeq.get(seq);
+      if (!found) {
+        found = records
+          .query(pk, {
+            skPrefix: SEGMENT_INDEX_PREFIX,
+            after: `${SEGMENT_INDEX_PREFIX}${pad16(seq - 1)}`,
+            limit: 1,
+          })
+          .then((page) => treeNodesOf(page.items[0]));
+        bySeq.set(seq, found);
+      }
+      return found;
+    };
+    return Promise.all(
+      nodes.map(async (node) => {
+        const end = (node.index + 1) * 2 ** node.level;
+        const stored = await recordAt(at.treeBase + end);
+        if (!stored || stored.base !== at.treeBase || end <= stored.from || end > stored.to) {
+          return undefined;
+        }
+        return stored.hashOf(node);
+      }),
+    );
+  };
+
+interface TreeNodes {
+  base: number;
+  from: number;
+  to: number;
+  hashOf(node: NodeId): Uint8Array | undefined;
+}
+
+const treeNodesOf = (item: Item | undefined): TreeNodes | undefined => {
+  const raw = item?.treeNodes as Record<string, unknown> | undefined;
+  if (raw === undefined || raw === null || typeof raw !== 'object') return undefined;
+  const { base, from, to, hashes } = raw;
+  if (!isSize(base) || !isSize(from) || !isSize(to) || from >= to || typeof hashes !== 'string') {
+    throw new InvalidFormatError('segment index record has malformed treeNodes');
+  }
+  const ids = completedNodeIds(from, to, STORED_NODE_LEVEL);
+  if (hashes.length !== ids.length * 64) {
+    throw new InvalidFormatError('segment index record has malformed treeNodes');
+  }
+  const position = new Map(ids.map((id, i) => [`${id.level}/${id.index}`, i]));
+  return {
+    base,
+    from,
+    to,
+    hashOf: (node) => {
+      const i = position.get(`${node.level}/${node.index}`);
+      return i === undefined ? undefined : hexToHash(hashes.slice(i * 64, (i + 1) * 64));
+    },
+  };
+};

@@ -17,7 +17,7 @@ import {
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore, TransactOp } from '../ports/record-store.js';
 import { type HeadRecord, headKey } from './layout.js';
-import type { Reader } from './reader.js';
+import { Reader } from './reader.js';
 import { tilesKey, treeOf } from './tree-commit.js';
 import { objectTileReader, readTilesRecord, segmentLeaves } from './tree-source.js';
 
@@ -44,6 +44,9 @@ import { objectTileReader, readTilesRecord, segmentLeaves } from './tree-source.
 
 /** Leaves per step (one tiles-record write each): resumable in pieces of this size. */
 export const TILE_CHUNK = 4096;
+
+/** Segment fetches in flight while the tree step reads leaves. */
+export const TILE_READ_CONCURRENCY = 32;
 
 export interface TreeTilesDeps {
   objects: ObjectStore;
@@ -94,6 +97,9 @@ export const writeTreeTiles = async (
 
 const writeTiles = async (deps: TreeTilesDeps, visit: TreeTilesVisit): Promise<TreeTilesResult> => {
   const result: TreeTilesResult = { size: 0, tilesWritten: 0, backfilled: false, partial: false };
+  // The leaves come from many small segments (a busy stream appends one per batch): more
+  // fetches in flight than a read of the API needs, so a pass keeps up with such a stream.
+  const segments = new Reader({ ...deps, concurrency: TILE_READ_CONCURRENCY });
   let edge: TileEdge | undefined;
   for (let round = 0; round < MAX_BACKFILL_ROUNDS; round++) {
     const head = await deps.reader.checkedHead(visit.tenant, visit.stream);
@@ -126,7 +132,7 @@ const writeTiles = async (deps: TreeTilesDeps, visit: TreeTilesVisit): Promise<T
               return (await deps.objects.get(tileKey(visit.tenant, visit.stream, t)))?.body;
             });
       const at = { tenant: visit.tenant, stream: visit.stream, head, treeBase };
-      const leaves = await segmentLeaves(deps.reader, at, size, next);
+      const leaves = await segmentLeaves(segments, at, size, next);
       const extended = extendTiles(edge, leaves);
       if (next === target && tree) {
         // 3. The head's frontier must be the tree of the events it heads.

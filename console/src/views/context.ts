@@ -1,4 +1,5 @@
 import type { Api, Principal, StreamHead } from '../api.js';
+import { showBidiControls } from '../bidi.js';
 import type { PublicJwk } from '../proofs.js';
 
 /** What every view of one stream shares. */
@@ -19,7 +20,8 @@ export interface StreamContext {
   signingKeys(): Promise<PublicJwk[]>;
 }
 
+/** An error as one line; its detail may echo what was sent, so bidi controls are shown. */
 export const describeError = (err: unknown): string => {
   const e = err as { code?: string; detail?: string; message?: string };
-  return e.code ? `${e.code}: ${e.detail ?? ''}` : (e.message ?? String(err));
+  return showBidiControls(e.code ? `${e.code}: ${e.detail ?? ''}` : (e.message ?? String(err)));
 };

@@ -1,4 +1,5 @@
 import { type EventsPage, type LedgerEvent, stream } from '../api.js';
+import { showBidiControls } from '../bidi.js';
 import { type Change, diffStates } from '../diff.js';
 import { field, fill, h, summary } from '../dom.js';
 import { jsonTree } from '../json-tree.js';
@@ -235,7 +236,9 @@ export const stateView = (ctx: StreamContext): HTMLElement => {
       onclick: () => {
         const what = dialog.querySelector('.fork-what');
         if (what)
-          what.textContent = `A new stream starts from the state of ${ctx.streamId} at seq ${shownSeq}. ${ctx.streamId} itself is not changed.`;
+          what.textContent = showBidiControls(
+            `A new stream starts from the state of ${ctx.streamId} at seq ${shownSeq}. ${ctx.streamId} itself is not changed.`,
+          );
         newId.value = `${ctx.streamId}.fork-${shownSeq}`.slice(0, 128);
         forkError.textContent = '';
         dialog.showModal();

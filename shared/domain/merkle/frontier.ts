@@ -84,3 +84,53 @@ export const frontierFromHex = (hex: unknown, size: number): Uint8Array[] => {
   checkFrontier(frontier, size);
   return frontier;
 };
+
+/**
+ * The perfect subtrees of level >= `minLevel` that appending `leaves` to a tree of `size`
+ * completes: exactly those whose last leaf is one of the new ones (end in (size, size +
+ * leaves.length]), in level order, then index order. Their positions follow from the two
+ * sizes alone (`completedNodeIds`), so a list of hashes is all that needs storing.
+ */
+export const completedNodes = (
+  frontier: Frontier,
+  size: number,
+  leaves: readonly Uint8Array[],
+  minLevel: number,
+): Uint8Array[] => {
+  checkSize(size, 'size');
+  checkFrontier(frontier, size);
+  const stack = frontierNodes(size).map((node, i) => ({
+    level: node.level,
+    hash: frontier[i] as Uint8Array,
+  }));
+  const byLevel: Uint8Array[][] = [];
+  const keep = (level: number, hash: Uint8Array) => {
+    if (level < minLevel) return;
+    byLevel[level] ??= [];
+    byLevel[level].push(hash);
+  };
+  for (const leaf of leaves) {
+    let carry = { level: 0, hash: leaf };
+    keep(0, leaf);
+    while (stack.length > 0 && stack[stack.length - 1]?.level === carry.level) {
+      const left = stack.pop() as { level: number; hash: Uint8Array };
+      carry = { level: carry.level + 1, hash: nodeHash(left.hash, carry.hash) };
+      keep(carry.level, carry.hash);
+    }
+    stack.push(carry);
+  }
+  return byLevel.flatMap((row) => row ?? []);
+};
+
+/** The ids of `completedNodes(…, size, leaves of to − size, minLevel)`, in the same order. */
+export const completedNodeIds = (from: number, to: number, minLevel: number): NodeId[] => {
+  checkSize(from, 'from');
+  checkSize(to, 'to');
+  const ids: NodeId[] = [];
+  for (let level = minLevel, width = 2 ** minLevel; width <= to; level++, width *= 2) {
+    for (let index = Math.floor(from / width); index < Math.floor(to / width); index++) {
+      ids.push({ level, index });
+    }
+  }
+  return ids;
+};

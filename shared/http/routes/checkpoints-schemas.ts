@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { LABEL_PATTERN } from '../../services/labels.js';
 import { MAX_TASK_BYTES, MAX_WRITES_PER_CALL } from '../../services/pending-writes.js';
+import { queryInt, queryIntDefault } from '../query-int.js';
 import { STREAM_ID_PATTERN } from '../schemas.js';
 
 /** Schemas of the checkpoint label, list and pending-write routes (validation and OpenAPI). */
@@ -47,10 +48,11 @@ export const CheckpointLabel = z
   });
 
 export const CheckpointListQuery = z.object({
-  before: z.coerce.number().int().min(1).optional().openapi({
+  before: queryInt({
+    min: 1,
     description: 'Only checkpoints with a seq below this (exclusive): a previous page’s `next`',
-  }),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  }).optional(),
+  limit: queryIntDefault({ min: 1, max: 1000, default: 100 }),
 });
 
 export const CheckpointList = z
@@ -150,7 +152,7 @@ export const StreamListQuery = z.object({
   after: z.string().regex(STREAM_ID_PATTERN).optional().openapi({
     description: 'Exclusive cursor: a previous page’s `next`',
   }),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: queryIntDefault({ min: 1, max: 1000, default: 100 }),
 });
 
 export const StreamListResult = z

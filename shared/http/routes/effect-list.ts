@@ -4,13 +4,14 @@ import type { Ledger } from '../../services/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { EFFECT_KEY_PATTERN } from '../effect-schemas.js';
+import { queryIntDefault } from '../query-int.js';
 import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
 
 const EffectListQuery = z.object({
   after: z.string().regex(EFFECT_KEY_PATTERN).optional().openapi({
     description: 'Exclusive cursor: the `next` of the previous page (an effect key)',
   }),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: queryIntDefault({ min: 1, max: 1000, default: 100 }),
 });
 
 const ListedEffect = z

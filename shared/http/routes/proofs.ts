@@ -46,6 +46,10 @@ export const proofRoutes = ({ ledger, keys }: ProofRoutesDeps) => {
   const noTree =
     ' A stream written before trees existed has none until the compactor builds it (404 ' +
     'ErrNotFound).';
+  const lag =
+    ' Bounded work whatever the lag of the tiles: where neither tiles nor the index records ' +
+    'hold the hashes and over 1,024 leaves would be read, 503 ErrUnavailable with ' +
+    'Retry-After (docs/proofs.md, "The untiled tail").';
 
   const signingKeys = createRoute({
     method: 'get',
@@ -89,7 +93,7 @@ export const proofRoutes = ({ ledger, keys }: ProofRoutesDeps) => {
     description:
       'RFC 9162 §2.1.3: proves that event `seq` (leaf seq − treeBase − 1) is in the tree of ' +
       '`treeSize` leaves (default: the current tree). A pruned seq is 410 ErrPruned; a ' +
-      `seq or treeSize past the tree is 400.${noTree}`,
+      `seq or treeSize past the tree is 400.${noTree}${lag}`,
     security: BEARER_SECURITY,
     middleware: [read, streamIdFirst] as const,
     request: { params: StreamParams, query: InclusionQuery },
@@ -113,7 +117,7 @@ export const proofRoutes = ({ ledger, keys }: ProofRoutesDeps) => {
       'RFC 9162 §2.1.4: proves that the tree of `from` leaves is a prefix of the tree of `to` ' +
       'leaves (default: the current tree). `from = 0` and `from = to` answer the empty path ' +
       '(valid when the `from` root is the empty tree’s, resp. equals the `to` root); ' +
-      `from > to is 400.${noTree}`,
+      `from > to is 400.${noTree}${lag}`,
     security: BEARER_SECURITY,
     middleware: [read, streamIdFirst] as const,
     request: { params: StreamParams, query: ConsistencyQuery },

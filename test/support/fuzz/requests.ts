@@ -87,7 +87,27 @@ export const runStreamArbitrary = (): fc.Arbitrary<string> =>
 
 const stringified = (a: fc.Arbitrary<unknown>) => a.map((v) => (v instanceof Live ? v : String(v)));
 
-const BAD_QUERY = ['abc', '-1', '0', '1.5', '', '1e400', '99999999999999999999', ' 7', '0x10'];
+// The spellings Number() (z.coerce) reads as integers are among them: integer parameters take
+// canonical decimal integers only (shared/http/query-int.ts).
+const BAD_QUERY = [
+  'abc',
+  '-1',
+  '0',
+  '1.5',
+  '',
+  '1e400',
+  '99999999999999999999',
+  ' 7',
+  '7 ',
+  '0x10',
+  '1e3',
+  '+1',
+  '01',
+  '1.0',
+  '0b1',
+  '0o7',
+  '-0',
+];
 const BAD_HEADERS: Record<string, string[]> = {
   'Hefesto-Fencing-Token': ['abc', '-1', '0', '1'.repeat(16), '1.5', ''],
   'Idempotency-Key': ['', 'a b', '"open', 'x'.repeat(300), 'a,b', '"a"b"'],

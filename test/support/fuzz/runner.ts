@@ -75,8 +75,7 @@ const isFencedResidue = (status: number, body: string, change: string): boolean 
   );
 };
 
-const INTEGER = /^-?\d+$/;
-const NUMBER_LIKE = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i;
+const CANONICAL_INTEGER = /^(0|[1-9]\d*)$/;
 
 export class Runner {
   /**
@@ -128,14 +127,12 @@ export class Runner {
     if (!p) return [];
     const types = [p.schema.type].flat();
     if (types.includes('integer') || types.includes('number')) {
-      if (INTEGER.test(value)) {
+      // Canonical decimal integers only (shared/http/query-int.ts): "1e3", "0x10", "+1", " 7",
+      // "01" and "1.0" are not another spelling of a number but invalid.
+      if (CANONICAL_INTEGER.test(value)) {
         return this.validator.errors(p.schema, Number(value)).map((e) => `${where}: ${e}`);
       }
-      // "1.5", " 7", "1e400": how a query string spells a number is not the document's to say.
-      // Number() reads "0x10" and "0b1" too: lenient, not a hole.
-      return NUMBER_LIKE.test(value) || Number.isFinite(Number(value))
-        ? []
-        : [`${where}: not a number`];
+      return [`${where}: not a canonical decimal integer`];
     }
     return this.validator.errors(p.schema, value).map((e) => `${where}: ${e}`);
   }
