@@ -5,7 +5,9 @@ import { type Command, flagOption } from '../command.js';
 import { CliError, type Context } from '../context.js';
 
 /**
- * `hefesto compact`: one compaction and retention pass now.
+ * `hefesto compact`: one compaction and retention pass now; with --until-done, passes until
+ * one reports `more: false` (one report line each; a pass that left work and did none stops
+ * it, exit 1). Superseded objects are deleted by a later pass, once their grace has passed.
  *
  * 1. With --server: the server at --url runs it (`POST /v1/admin/compact`, operator key).
  * 2. Else on the stores the server settings name: S3 + DynamoDB with HEFESTO_BUCKET and
@@ -32,11 +34,14 @@ const askServer = async (ctx: Context): Promise<CompactionReport> =>
  * every other command starts without it.
  */
 const wiring = async () => {
-  const [{ openCompactionStores, runCompaction }, { parseSettings }] = await Promise.all([
+  const [
+    { openCompactionStores, runCompaction, madeProgress, CompactionStuckError },
+    { parseSettings },
+  ] = await Promise.all([
     import('../../functions/wiring/run-compaction.js'),
     import('../../shared/config/settings.js'),
   ]);
-  return { openCompactionStores, runCompaction, parseSettings };
+  return { openCompactionStores, runCompaction, madeProgress, CompactionStuckError, parseSettings };
 };
 
 const openLocal = async (ctx: Context): Promise<OpenStores | 'ask-server'> => {
@@ -66,24 +71,48 @@ const openLocal = async (ctx: Context): Promise<OpenStores | 'ask-server'> => {
   }
 };
 
+/** --until-done over the server: POST /v1/admin/compact until a pass reports more: false. */
+const askServerUntilDone = async (ctx: Context): Promise<CompactionReport> => {
+  const { madeProgress, CompactionStuckError } = await wiring();
+  for (let pass = 1; ; pass++) {
+    const report = await askServer(ctx);
+    if (!report.more) return report;
+    await ctx.print(JSON.stringify(report));
+    if (!madeProgress(report)) throw new CompactionStuckError(pass);
+  }
+};
+
 export const compact: Command = {
   name: 'compact',
-  usage: '[--server]',
+  usage: '[--server] [--until-done]',
   summary:
-    'run one compaction and retention pass now, on the stores of the server settings ' +
+    'run one compaction and retention pass now (--until-done: passes until one reports ' +
+    'more: false, a report line each), on the stores of the server settings ' +
     '(HEFESTO_DATA_DIR, which must exist, or HEFESTO_BUCKET + HEFESTO_TABLE); a data directory ' +
     'a running server owns, or --server, has the server at --url run it (operator key); ' +
     'prints its report line',
   args: [],
-  options: { server: { type: 'boolean' } },
+  options: { server: { type: 'boolean' }, 'until-done': { type: 'boolean' } },
   run: async (ctx, _args, values) => {
+    const untilDone = flagOption(values, 'until-done');
     const local = flagOption(values, 'server') ? 'ask-server' : await openLocal(ctx);
+    const lines: string[] = [];
+    const { runCompaction, parseSettings, CompactionStuckError } = await wiring();
     let report: CompactionReport;
-    if (local === 'ask-server') report = await askServer(ctx);
-    else {
-      const { runCompaction, parseSettings } = await wiring();
-      report = await runCompaction(parseSettings(ctx.env), local);
+    try {
+      report =
+        local === 'ask-server'
+          ? await (untilDone ? askServerUntilDone(ctx) : askServer(ctx))
+          : await runCompaction(parseSettings(ctx.env), local, {
+              untilDone,
+              onPass: (r) => lines.push(JSON.stringify(r)),
+            });
+    } catch (err) {
+      if (!(err instanceof CompactionStuckError)) throw err;
+      for (const line of lines) await ctx.print(line);
+      throw new CliError('ErrInternal', err.message);
     }
+    for (const line of lines) await ctx.print(line);
     await ctx.print(JSON.stringify(report));
     return report.errors > 0 ? 1 : 0;
   },

@@ -31,6 +31,7 @@ import { compactionLedgerSettings, createCompactor, runAndLog } from './compacti
 export const runCompaction = async (
   settings: Settings,
   opened?: OpenStores,
+  options: PassOptions = {},
 ): Promise<CompactionReport> => {
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
@@ -51,11 +52,45 @@ export const runCompaction = async (
       },
       settings,
     );
-    return await runAndLog(compactor, logger);
+    let report = await runAndLog(compactor, logger);
+    for (let pass = 1; options.untilDone && report.more; pass++) {
+      options.onPass?.(report);
+      if (!madeProgress(report)) throw new CompactionStuckError(pass);
+      report = await runAndLog(compactor, logger);
+    }
+    return report;
   } finally {
     stores.close();
   }
 };
+
+export interface PassOptions {
+  /** Run passes until one reports `more: false` (`hefesto compact --until-done`). */
+  untilDone?: boolean;
+  /** Told each pass's report but the last (which runCompaction answers). */
+  onPass?: (report: CompactionReport) => void;
+}
+
+/** Whether a pass did anything: a pass that reports more must have (compactor.ts). */
+export const madeProgress = (r: CompactionReport): boolean =>
+  r.segmentsMerged +
+    r.tilesWritten +
+    r.objectsDeleted +
+    r.snapshotsWritten +
+    r.streamsPruned +
+    r.streamsDeleted +
+    r.orphansFound +
+    r.chunksDeleted +
+    r.treesBackfilled >
+  0;
+
+/** --until-done met a pass that left work and did nothing: running more would loop. */
+export class CompactionStuckError extends Error {
+  constructor(readonly passes: number) {
+    super(`compaction pass ${passes} left work for later and did none; stopping`);
+    this.name = 'CompactionStuckError';
+  }
+}
 
 export interface OpenStores {
   objects: ObjectStore;

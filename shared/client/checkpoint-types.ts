@@ -75,7 +75,13 @@ export interface CheckpointList {
 export interface PendingWriteInput {
   idx: number;
   channel: string;
-  value: Json;
+  /** The value; or, instead, `ref`. */
+  value?: Json;
+  /**
+   * A large value uploaded first ({@link HefestoClient.putValue}): the stream holds its chunks
+   * against the chunk GC, and a read answers the ref (read the value with `readValue`).
+   */
+  ref?: { hash: string; size: number };
 }
 
 /**

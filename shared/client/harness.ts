@@ -11,7 +11,7 @@ import {
 import type { HefestoClient } from './client.js';
 import { runEffect } from './effect-run.js';
 import { DivergenceDetectedError, HefestoApiError } from './errors.js';
-import type { SetRefOp } from './large-values.js';
+import { canonicalBytes, INLINE_BUDGET_BYTES, pickByRef, type SetRefOp } from './large-values.js';
 import type { DeltaOp, Json, LedgerEvent } from './types.js';
 
 /**
@@ -70,21 +70,24 @@ export interface ResumeOptions {
   /**
    * A set op whose value's canonical JSON is larger than this many bytes is uploaded as
    * chunks first ({@link HefestoClient.putValue}) and sent by ref, so a turn may set a value
-   * far larger than one request (up to `maxValueBytes`). The digest is computed from the
-   * value either way. Default 1 MiB.
+   * far larger than one request (up to `maxValueBytes`); then the largest of the others go
+   * by ref too until the values sent inline add up to {@link INLINE_BUDGET_BYTES}, so a turn
+   * always fits the server's limit on a checkpoint's ops (256 KiB). The digest is computed
+   * from the value either way. Default {@link INLINE_BUDGET_BYTES} (192 KiB).
    */
   largeValueBytes?: number;
 }
 
 /**
- * Set ops above this canonical size go by ref unless told otherwise (one chunk's worth).
+ * Set ops above this canonical size go by ref unless told otherwise: the inline budget of a
+ * call, below the server's 256 KiB limit on a checkpoint's ops.
  *
  * @example
  * ```ts
  * const run = await resume(client, 'run-1', { largeValueBytes: DEFAULT_LARGE_VALUE_BYTES / 4 });
  * ```
  */
-export const DEFAULT_LARGE_VALUE_BYTES = 1024 * 1024;
+export const DEFAULT_LARGE_VALUE_BYTES = INLINE_BUDGET_BYTES;
 
 const obsKey = (o: Pick<Observation, 'turn' | 'name' | 'index'>) =>
   `${o.turn}\u0000${o.name}\u0000${o.index}`;
@@ -334,23 +337,17 @@ export class DurableRun {
    * after an upload leaves chunks the next worker re-uploads as a no-op.
    */
   async #byRef(ops: DeltaOp[]): Promise<Array<DeltaOp | SetRefOp>> {
+    const sizes = ops.map((op) => (op.op === 'set' ? canonicalBytes(op.value) : 0));
+    const byRef = pickByRef(sizes, this.#largeValueBytes, INLINE_BUDGET_BYTES);
     const out: Array<DeltaOp | SetRefOp> = [];
-    for (const op of ops) {
-      if (op.op === 'set' && isLarge(op.value, this.#largeValueBytes)) {
+    for (const [i, op] of ops.entries()) {
+      if (op.op === 'set' && byRef.has(i)) {
         out.push({ op: 'set', path: op.path, ref: await this.#client.putValue(op.value) });
       } else out.push(op);
     }
     return out;
   }
 }
-
-/** Whether a value's canonical JSON is over `limit` bytes (strings sized without encoding). */
-const isLarge = (value: Json, limit: number): boolean => {
-  if (value === null || typeof value !== 'object') {
-    if (typeof value !== 'string' || value.length * 3 + 2 <= limit) return false;
-  }
-  return Buffer.byteLength(canonicalJson(value), 'utf8') > limit;
-};
 
 /** The state with its keys in canonical (RFC 8785) order, as the harness always keeps it. */
 const canonicalOrder = (state: JsonObject): JsonObject =>

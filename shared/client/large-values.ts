@@ -1,4 +1,4 @@
-import type { JsonValue } from '../domain/canonical.js';
+import { canonicalJson, type JsonValue } from '../domain/canonical.js';
 import type { ParsedChunk } from '../domain/state-v2/chunk-parse.js';
 import { TAG, toHex } from '../domain/state-v2/format.js';
 import {
@@ -85,6 +85,59 @@ export interface ValueTransferOptions {
  * ```
  */
 export const DEFAULT_CHUNK_CONCURRENCY = 4;
+
+/**
+ * Bytes of values one call sends inline at most, unless told otherwise: below the server's
+ * default limit on a checkpoint's ops and on a pending write (256 KiB of canonical JSON), with
+ * room for the rest of the request. The harness and the LangGraph saver send the largest
+ * values by ref until the rest fits ({@link pickByRef}).
+ *
+ * @example
+ * ```ts
+ * const run = await resume(client, 'run-1', { largeValueBytes: INLINE_BUDGET_BYTES / 2 });
+ * ```
+ */
+export const INLINE_BUDGET_BYTES = 192 * 1024;
+
+/**
+ * Which values of one call go by ref: every one over `threshold` bytes, then the largest of
+ * the others, one at a time, until those left inline add up to at most `budget` (sizes in
+ * bytes of canonical JSON, index order for equal sizes). Answers their indexes.
+ *
+ * @example
+ * ```ts
+ * pickByRef([10, 300_000, 150_000, 150_000], 256 * 1024, 192 * 1024); // Set {1, 2}
+ * ```
+ */
+export const pickByRef = (sizes: number[], threshold: number, budget: number): Set<number> => {
+  const picked = new Set<number>();
+  let inline = 0;
+  for (const [i, size] of sizes.entries()) {
+    if (size > threshold) picked.add(i);
+    else inline += size;
+  }
+  const largest = sizes
+    .map((size, i) => ({ size, i }))
+    .filter(({ i }) => !picked.has(i))
+    .sort((a, b) => b.size - a.size || a.i - b.i);
+  for (const { size, i } of largest) {
+    if (inline <= budget) break;
+    picked.add(i);
+    inline -= size;
+  }
+  return picked;
+};
+
+/**
+ * The bytes of a value's canonical JSON, as the server measures its limits.
+ *
+ * @example
+ * ```ts
+ * canonicalBytes({ a: 'é' }); // 10
+ * ```
+ */
+export const canonicalBytes = (value: Json): number =>
+  new TextEncoder().encode(canonicalJson(value as JsonValue)).length;
 
 const HASH = /^[0-9a-f]{64}$/;
 

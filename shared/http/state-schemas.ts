@@ -19,7 +19,7 @@ const Pointer = z
   .openapi({ example: '/messages/-' });
 
 /** A value uploaded as chunks first (PUT /v1/chunks/{hash}), set by its v2 hash. */
-const ValueRef = z
+export const ValueRef = z
   .strictObject({
     hash: z.string().regex(/^[0-9a-f]{64}$/),
     size: z.number().int().min(1).max(MAX_VALUE_BYTES),

@@ -11,7 +11,9 @@ import { leaseKey } from './layout.js';
  * The lease is a fence, not only a lock: every record write of a visit carries a check that
  * the lease still names its owner, so a compactor that paused past its lease (and lost it to
  * another) can write nothing. Leases are shorter than the garbage grace period, which is what
- * makes deleting objects (not fenceable) safe: see compact-gc.ts.
+ * makes deleting objects (not fenceable) safe: see compact-gc.ts. A visit may last the whole
+ * run: it renews its lease before each merge round (`renewLease`), so no round starts on a
+ * lease older than `leaseMs`, and one that was lost ends the visit.
  */
 
 export interface Lease {
@@ -49,6 +51,25 @@ export const acquireLease = async (
     owner: at.owner,
     fence: { kind: 'check', key, conditions: [{ op: 'eq', attr: 'owner', value: at.owner }] },
   };
+};
+
+/** Moves the lease's expiry to now + leaseMs; false when it no longer names `owner`. */
+export const renewLease = async (
+  records: RecordStore,
+  clock: Clock,
+  at: { tenant: string; stream: string; owner: string; leaseMs: number },
+): Promise<boolean> => {
+  try {
+    await records.update(
+      leaseKey(at.tenant, at.stream),
+      { set: { until: clock.now() + at.leaseMs } },
+      { conditions: [{ op: 'eq', attr: 'owner', value: at.owner }] },
+    );
+    return true;
+  } catch (err) {
+    if (err instanceof ConflictError) return false;
+    throw err;
+  }
 };
 
 export const releaseLease = async (

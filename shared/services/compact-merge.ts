@@ -251,8 +251,12 @@ const fillSizes = async (deps: CompactDeps, visit: Visit, index: SegmentIndexRec
 };
 
 /**
- * Merges until nothing is left to merge or the visit's time is up ('partial'). Plans again
- * after each pass, so runs merged in one pass can merge further in the next.
+ * Merges in rounds until nothing is left to merge or the run's time is up ('partial'): each
+ * round plans the runs of the index as it is now (at most `maxInputs` inputs each, so that a
+ * publish fits one transaction, on every adapter) and merges them, so runs merged in one round
+ * merge further in the next, toward the target size. Before each merge the lease is renewed
+ * (a lost lease ends the visit). The first merge of a visit is made whatever the clock says:
+ * a visit, and so a pass, that leaves work for later has merged something first.
  */
 export const mergeStream = async (
   deps: CompactDeps,
@@ -260,15 +264,17 @@ export const mergeStream = async (
   visit: Visit,
 ): Promise<'done' | 'partial'> => {
   const maxInputs = maxMergeInputs(limits.maxInputs);
+  let published = false;
   for (;;) {
-    if (pastDeadline(deps, visit)) return 'partial';
+    if (published && pastDeadline(deps, visit)) return 'partial';
     const index = await readIndex(deps.records, visit.tenant, visit.stream, visit.head.prunedSeq);
     await fillSizes(deps, visit, index);
     const runs = planRuns(index, limits.targetBytes, maxInputs);
     let progressed = false;
     for (const run of runs) {
-      if (pastDeadline(deps, visit)) return 'partial';
-      if (await mergeRun(deps, limits, visit, run)) progressed = true;
+      if (published && pastDeadline(deps, visit)) return 'partial';
+      if (!(await visit.renew())) return 'partial';
+      if (await mergeRun(deps, limits, visit, run)) progressed = published = true;
     }
     if (!progressed) return 'done';
   }

@@ -110,8 +110,10 @@ export interface Visit {
   head: HeadRecord;
   /** The condition every record write of the visit carries: the lease is still ours. */
   fence: TransactOp;
-  /** The visit stops (and schedules the rest) once the clock passes this. */
+  /** The visit stops (and schedules the rest) once the clock passes this: the run's deadline. */
   deadline: number;
+  /** Renews the lease (before each merge round); false once it was lost to another compactor. */
+  renew: () => Promise<boolean>;
   /** When garbage written by this visit is all past its grace: its follow-up visit. */
   gcDueAt: number;
   stats: CompactionStats;

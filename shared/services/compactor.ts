@@ -5,7 +5,7 @@ import type { RecordStore } from '../ports/record-store.js';
 import type { WitnessStore } from '../ports/witness-store.js';
 import { CHUNK_GC_DUE_PK, ChunkCollector, type ChunkGcStep } from './chunk-gc.js';
 import { collectGarbage, sweepOrphans } from './compact-gc.js';
-import { acquireLease, releaseLease } from './compact-lease.js';
+import { acquireLease, releaseLease, renewLease } from './compact-lease.js';
 import { mergeStream } from './compact-merge.js';
 import { cleanUpPruned, expireStream, pruneStream } from './compact-retention.js';
 import {
@@ -42,13 +42,15 @@ import { publishWitness } from './witness.js';
  *      appends that made a stream worth a visit, in their commit transaction) and the visits
  *      scheduled up to now (garbage past its grace, expiry, pruning horizon, unfinished work),
  *      at most `maxStreams`.
- *   2. Visits each stream, while time is left, holding its lease (compact-lease.ts; a stream
- *      another compactor holds is left for later). A visit, each step fenced by the lease:
+ *   2. Visits each stream, while time is left (the first whatever the clock says), holding its
+ *      lease (compact-lease.ts; renewed before each merge round; a stream another compactor
+ *      holds is left for later). A visit, each step fenced by the lease:
  *      expiry (compact-retention.ts) — an expired stream is deleted and nothing else is done;
  *      missing base snapshots are written; the Merkle tree's tiles (and the backfill of a
  *      stream written before trees; tree-tiles.ts); pruning; merges (compact-merge.ts); garbage and
  *      orphans past their grace are deleted, then the stream is swept for new orphans
- *      (compact-gc.ts). A visit out of time schedules its own continuation.
+ *      (compact-gc.ts). A visit out of time makes its first merge all the same (and pruning
+ *      waits for the tiles), then schedules its own continuation.
  *   3. Removes the work item (a marker only if no append re-marked the stream meanwhile).
  *   4. Publishes the signed heads of the streams that moved since the last run to the
  *      witness, when it has one (witness.ts).
@@ -69,11 +71,14 @@ export interface CompactorOptions {
   targetBytes?: number;
   /** How long superseded objects stay readable. Default 10 min. */
   graceMs?: number;
-  /** How long a visit may hold a stream; must be well under the grace. Default grace / 4. */
+  /**
+   * How long a lease on a stream lasts unless renewed (a visit renews it before each merge
+   * round, so a visit may last the run); must be well under the grace. Default grace / 4.
+   */
   leaseMs?: number;
   /** Streams visited per run. Default 100. */
   maxStreams?: number;
-  /** Time budget of a run. Default 60 s. */
+  /** Time budget of a run, which a visit of one stream may use whole. Default 60 s. */
   maxRunMs?: number;
   /** Segments merged at most into one (capped so a publish fits a transaction). Default 96. */
   maxInputs?: number;
@@ -162,7 +167,8 @@ export class Compactor {
     const seen = new Set<string>();
     let more = items.length >= this.#o.maxStreams;
     for (const item of items) {
-      if (clock.now() >= deadline) {
+      // The first visit is made whatever the clock says: a run that leaves work has done some.
+      if (stats.examined > 0 && clock.now() >= deadline) {
         more = true;
         break;
       }
@@ -277,7 +283,9 @@ export class Compactor {
         stream,
         head: toHead(item),
         fence: lease.fence,
-        deadline: Math.min(runDeadline, start + Math.floor(leaseMs / 2)),
+        // The run's deadline, not the lease's: merges renew the lease round by round.
+        deadline: runDeadline,
+        renew: () => renewLease(records, clock, { tenant, stream, owner, leaseMs }),
         gcDueAt: start + graceMs + leaseMs,
         stats,
       };
@@ -311,12 +319,17 @@ export class Compactor {
     visit.stats.tilesWritten += tiles.tilesWritten;
     if (tiles.backfilled) visit.stats.treesBackfilled++;
     crash?.('tiles-written');
-    if (tiles.partial) return 'partial';
-    await pruneStream(deps, visit);
-    await cleanUpPruned(deps, limits, visit);
+    // Pruning waits for the tiles (it deletes their leaves); merges do not (same events, same
+    // hashes): a visit out of time still makes its first merge, so a pass that leaves work
+    // for the next has merged what it could.
+    if (!tiles.partial) {
+      await pruneStream(deps, visit);
+      await cleanUpPruned(deps, limits, visit);
+    }
     const before = visit.stats.segmentsWritten;
     const merged = await mergeStream(deps, limits, visit);
     if (visit.stats.segmentsWritten > before) visit.stats.compacted++;
+    if (tiles.partial) return 'partial';
     if ((await collectGarbage(deps, visit)) === 'partial') return 'partial';
     await sweepOrphans(deps, limits, visit);
     return merged;

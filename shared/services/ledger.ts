@@ -86,7 +86,12 @@ export class Ledger {
       maxValueBytes,
     });
     this.labels = new CheckpointLabels(deps.records);
-    this.pendingWrites = new PendingWrites({ ...deps, reader: this.reader });
+    this.pendingWrites = new PendingWrites({
+      ...deps,
+      reader: this.reader,
+      chunks: this.states.chunks,
+      maxValueBytes,
+    });
     this.streamList = new StreamList(deps);
     this.streamDeleter = new StreamDeleter(deps);
     this.checkpoints = new Checkpointer({

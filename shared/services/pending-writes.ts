@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { JsonValue } from '../domain/canonical.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js';
+import { MAX_VALUE_BYTES, verifyChunk } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
+import type { ChunkStore } from './chunk-store.js';
 import { labelKey } from './labels.js';
 import { pad16, streamPk } from './layout.js';
 import { fenceError, leaseGuard } from './leases.js';
@@ -34,16 +36,32 @@ import type { Reader } from './reader.js';
  * Fenced like every other write: each put is a transaction with the stream's lease guard
  * (the writer's epoch when it sends one, else "no exclusive lease held now"), so a worker
  * that lost its lease cannot add writes to a checkpoint its successor runs from.
+ *
+ * A large value goes by reference (`ref: {hash, size}`, uploaded first with PUT /v1/chunks,
+ * as a checkpoint's set op does; docs/state-v2.md, "Large values"): before its record is
+ * written, the stream's reference `{stream}#value#{hash}` is put (the chunk GC keeps every
+ * chunk it reaches until the stream is deleted, as for a checkpoint's ref) and the value's
+ * root chunk must be stored and be that chunk (else 400, nothing written). The record keeps
+ * the ref; a read answers it as sent, and the client reads the value from the chunks,
+ * checking each against its hash (a large value never travels inside one request or answer).
  */
 
 export const MAX_TASK_BYTES = 200;
 export const MAX_WRITES_PER_CALL = 100;
 const IDX_OFFSET = 2 ** 31;
 
+/** A value uploaded as chunks: its v2 hash and canonical size. */
+export interface PendingWriteRef {
+  hash: string;
+  size: number;
+}
+
+/** Exactly one of `value` and `ref`. */
 export interface PendingWriteInput {
   idx: number;
   channel: string;
-  value: JsonValue;
+  value?: JsonValue;
+  ref?: PendingWriteRef;
 }
 
 export interface PendingWrite extends PendingWriteInput {
@@ -81,14 +99,46 @@ const toWrite = (item: Item): PendingWrite => ({
   taskPath: String(item.taskPath),
   idx: Number(item.idx),
   channel: String(item.channel),
-  // As text (see labels.ts: DynamoDB maps refuse empty keys); `value` in older records.
-  value: (typeof item.valueJson === 'string'
-    ? JSON.parse(item.valueJson)
-    : (item.value ?? null)) as JsonValue,
+  ...(typeof item.refHash === 'string'
+    ? { ref: { hash: item.refHash, size: Number(item.refSize) } }
+    : {
+        // As text (see labels.ts: DynamoDB maps refuse empty keys); `value` in older records.
+        value: (typeof item.valueJson === 'string'
+          ? JSON.parse(item.valueJson)
+          : (item.value ?? null)) as JsonValue,
+      }),
 });
 
 export class PendingWrites {
-  constructor(readonly deps: { records: RecordStore; reader: Reader; clock: Clock }) {}
+  constructor(
+    readonly deps: {
+      records: RecordStore;
+      reader: Reader;
+      clock: Clock;
+      /** The tenant's chunks, for writes by ref (none: such a write is refused). */
+      chunks?: ChunkStore;
+      maxValueBytes?: number;
+    },
+  ) {}
+
+  /** A write by ref: its chunks held for the stream, its root chunk stored (see above). */
+  async #holdRef(tenant: string, stream: string, idx: number, ref: PendingWriteRef) {
+    const { chunks, maxValueBytes = MAX_VALUE_BYTES } = this.deps;
+    if (!Number.isSafeInteger(ref.size) || ref.size < 1 || ref.size > maxValueBytes) {
+      throw new InvalidInputError(`write ${idx}: a value may be at most ${maxValueBytes} bytes`);
+    }
+    if (!chunks) throw new InvalidInputError(`write ${idx}: this server stores no chunks`);
+    await chunks.addRef(tenant, { stream, kind: 'value', id: ref.hash, digest: ref.hash });
+    const root = await chunks.source(tenant)(ref.hash);
+    try {
+      if (root === undefined) throw new Error('its root chunk is not stored');
+      verifyChunk(root, ref.hash);
+    } catch (err) {
+      throw new InvalidInputError(
+        `write ${idx}: value ${ref.hash}: ${(err as Error).message} (upload its chunks first)`,
+      );
+    }
+  }
 
   /** The stream must exist (not deleted) and hold the label. */
   async #checkLabel(tenant: string, stream: string, label: string): Promise<void> {
@@ -112,7 +162,13 @@ export class PendingWrites {
     }
     const idxs = new Set(task.writes.map((w) => w.idx));
     if (idxs.size !== task.writes.length) throw new InvalidInputError('idx must be unique');
+    for (const w of task.writes) {
+      if ((w.value === undefined) === (w.ref === undefined)) {
+        throw new InvalidInputError(`write ${w.idx} takes exactly one of value and ref`);
+      }
+    }
     await this.#checkLabel(tenant, stream, label);
+    for (const w of task.writes) if (w.ref) await this.#holdRef(tenant, stream, w.idx, w.ref);
     const { records } = this.deps;
     const pk = streamPk(tenant, stream);
     const outcomes = await Promise.all(
@@ -124,7 +180,9 @@ export class PendingWrites {
           taskPath: task.taskPath,
           idx: w.idx,
           channel: w.channel,
-          valueJson: JSON.stringify(w.value),
+          ...(w.ref
+            ? { refHash: w.ref.hash, refSize: w.ref.size }
+            : { valueJson: JSON.stringify(w.value) }),
         };
         const now = this.deps.clock.now();
         const guard = leaseGuard(

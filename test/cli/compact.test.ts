@@ -5,7 +5,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
+import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { HefestoClient } from '../../shared/client/client.js';
+import { systemClock } from '../../shared/ports/clock.js';
+import { Ledger } from '../../shared/services/ledger.js';
 import { cliEnv, runCliHere } from './in-process.js';
 
 /**
@@ -124,5 +128,46 @@ describe('hefesto compact', () => {
     expect(pass.stderr).toBe('');
     expect(pass.code).toBe(0);
     expect(JSON.parse(pass.stdout)).toMatchObject({ examined: 1, compacted: 1, errors: 0 });
+  });
+
+  it('--until-done: passes until one reports more: false, each that left work having done some', async () => {
+    // 1,000 one-event segments, appended on the stopped server's data directory.
+    const objects = new LocalObjectStore({ dir: dataDir });
+    const records = new LocalRecordStore({ path: join(dataDir, 'records.sqlite') });
+    try {
+      const ledger = new Ledger({ objects, records, clock: systemClock });
+      for (let i = 0; i < 1_000; i++) {
+        await ledger.appender.append({
+          tenant: 'acme',
+          stream: 'long',
+          events: [{ type: 'observation', payload: { i } }],
+        });
+      }
+    } finally {
+      records.close();
+      objects.close();
+    }
+    // 100 ms a pass: too little for 1,000 segments in one.
+    const env = { HEFESTO_DATA_DIR: dataDir, HEFESTO_COMPACT_MAX_RUN_MS: '100' };
+
+    const run = await runCliHere(['compact', '--until-done'], env);
+
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const reports = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Report & { more: boolean; segmentsMerged: number });
+    expect(reports.length).toBeGreaterThan(1);
+    expect(reports.at(-1)?.more).toBe(false);
+    for (const report of reports.slice(0, -1)) {
+      expect(report.more).toBe(true);
+      expect(report.segmentsMerged).toBeGreaterThan(0);
+    }
+    expect(reports.reduce((n, r) => n + r.segmentsMerged, 0)).toBeGreaterThanOrEqual(1_000);
+    // Done: the next pass finds nothing left to merge.
+    const again = await runCliHere(['compact'], env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ segmentsMerged: 0, more: false });
   });
 });

@@ -71,11 +71,12 @@ describe.each(allStores.filter((f) => f.enabled))('compactor on $name', (factory
 
     it('bounds a run by time: an interrupted visit schedules the rest', async () => {
       await appendMany(12);
-      // Every clock read costs 1 s: the visit runs out of time after its first merge.
+      // Every clock read costs 1 s: the run runs out of time after its first merge.
       const ticking = { now: () => clock.advance(1000) };
       const slow = compactionWorld(stores, {}, ticking).compactor({
         maxInputs: 4,
         leaseMs: 10_000,
+        maxRunMs: 5_000,
       });
       const report = await slow.run();
       expect(report).toMatchObject({ more: true, segmentsWritten: 1 });

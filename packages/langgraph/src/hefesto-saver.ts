@@ -1,4 +1,16 @@
-import { emptyStateDigest, HefestoApiError, HefestoClient, type Json } from '@hefesto/client';
+import {
+  canonicalBytes,
+  type DeltaOp,
+  emptyStateDigest,
+  HefestoApiError,
+  HefestoClient,
+  INLINE_BUDGET_BYTES,
+  type Json,
+  pickByRef,
+  type SetRefOp,
+  type PendingWrite as StoredWrite,
+  type ValueRef,
+} from '@hefesto/client';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import {
   BaseCheckpointSaver,
@@ -25,7 +37,15 @@ import { type ThreadLeaseOptions, ThreadLeases } from './thread-leases.js';
  * them the JSON diff: a grown messages list is one append op).
  *
  * Stream state: `{ ckpt: <checkpoint without channel_values>, values: { channel: encoded } }`
- * where encoded is `{ j: <JSON> }` for serde's json type, else `{ t: type, b: base64 }`.
+ * where encoded is `{ j: <JSON> }` for serde's json type, else `{ t: type, b: base64 }`, or
+ * `{ r: {hash, size} }` for a large one: that encoded value uploaded as chunks
+ * (`client.putValue`) and read back from them (`client.readValue`, each chunk checked against
+ * its hash), so no request or answer carries it whole. Which values go by ref: every one over
+ * `largeValueBytes`, then the largest others until the values a call sends inline fit
+ * INLINE_BUDGET_BYTES (below the server's 256 KiB limit); pending writes alike (by `ref`,
+ * which the server holds against the chunk GC). The checkpoint that first names a ref also
+ * sets it at `/_held` and deletes it again (a ref op: the server puts the stream's reference
+ * to its chunks, released with the stream), so the chunks live as long as the thread.
  *
  * Concurrency: a put that continues from the latest checkpoint this saver read (or wrote) for
  * the thread is linear, conditional on the thread's head state not having moved, so a stale
@@ -37,7 +57,10 @@ import { type ThreadLeaseOptions, ThreadLeases } from './thread-leases.js';
 // Threads are new streams, and new streams use state digest v2 (docs/records-v2.md).
 const EMPTY_DIGEST = emptyStateDigest(2);
 
-type Encoded = { j: Json } | { t: string; b: string };
+type Encoded = { j: Json } | { t: string; b: string } | { r: ValueRef };
+
+/** Where a put names a new ref for the server to hold (set, then deleted: see above). */
+const HELD = '/_held';
 interface StreamState {
   [k: string]: Json;
 }
@@ -65,6 +88,11 @@ export interface HefestoSaverOptions {
   exclusive?: boolean;
   /** Lease owner name, ttl and idle time for `exclusive`. */
   lease?: ThreadLeaseOptions;
+  /**
+   * A channel value or pending write whose encoded JSON is over this many bytes is stored by
+   * ref (see above). Default INLINE_BUDGET_BYTES (192 KiB).
+   */
+  largeValueBytes?: number;
 }
 
 /** A put refused because another worker moved the thread since this one read it. */
@@ -90,6 +118,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
   readonly #puts = new PutWaiters();
   /** Set with `exclusive: true`. */
   readonly leases: ThreadLeases | undefined;
+  readonly #largeValueBytes: number;
 
   constructor(options: HefestoSaverOptions) {
     super(options.serde);
@@ -98,6 +127,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
       new HefestoClient({ baseUrl: options.baseUrl ?? '', apiKey: options.apiKey ?? '' });
     this.prefix = options.prefix ?? 'lg';
     this.leases = options.exclusive ? new ThreadLeases(this.client, options.lease) : undefined;
+    this.#largeValueBytes = options.largeValueBytes ?? INLINE_BUDGET_BYTES;
   }
 
   /** `exclusive`: releases this saver's leases of a thread (of every thread without one). */
@@ -136,6 +166,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
   }
 
   async #decode(e: Encoded): Promise<unknown> {
+    if ('r' in e) return this.#decode((await this.client.readValue(e.r)) as Encoded);
     if ('j' in e) return this.serde.loadsTyped('json', JSON.stringify(e.j));
     return this.serde.loadsTyped(e.t, Buffer.from(e.b, 'base64'));
   }
@@ -155,8 +186,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const { writes } = await this.client.getPendingWrites(stream, label.label);
     const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
       writes.map(
-        async (w) =>
-          [w.taskId, w.channel, await this.#decode(w.value as Encoded)] as CheckpointPendingWrite,
+        async (w) => [w.taskId, w.channel, await this.#writeValue(w)] as CheckpointPendingWrite,
       ),
     );
     const parentId =
@@ -164,9 +194,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
     if (checkpoint.v < 4 && label.parentLabel !== undefined) {
       const parent = await this.client.getPendingWrites(stream, label.parentLabel);
       const sends = parent.writes.filter((w) => w.channel === TASKS);
-      checkpoint.channel_values[TASKS] = await Promise.all(
-        sends.map((w) => this.#decode(w.value as Encoded)),
-      );
+      checkpoint.channel_values[TASKS] = await Promise.all(sends.map((w) => this.#writeValue(w)));
       const versions = Object.values(checkpoint.channel_versions);
       checkpoint.channel_versions[TASKS] =
         versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
@@ -187,6 +215,36 @@ export class HefestoSaver extends BaseCheckpointSaver {
           : { configurable: { ...configurable, checkpoint_id: parentId } },
       pendingWrites,
     };
+  }
+
+  /** A stored pending write's value, read from its chunks when it was written by ref. */
+  #writeValue(w: StoredWrite): Promise<unknown> {
+    return this.#decode(w.ref ? { r: w.ref } : (w.value as Encoded));
+  }
+
+  /**
+   * The channels of `changed` whose encoded values go by ref (see above), uploaded; answers
+   * the refs the base does not name yet, which the put asks the server to hold.
+   */
+  async #largeByRef(
+    values: Record<string, Json>,
+    changed: string[],
+    base: Record<string, Json>,
+  ): Promise<ValueRef[]> {
+    const sizes = changed.map((ch) => canonicalBytes(values[ch] as Json));
+    const picked = pickByRef(sizes, this.#largeValueBytes, INLINE_BUDGET_BYTES);
+    const known = new Set(Object.values(base).map((v) => (v as { r?: ValueRef }).r?.hash));
+    const held: ValueRef[] = [];
+    for (const i of picked) {
+      const ch = changed[i] as string;
+      const ref = await this.client.putValue(values[ch] as Json);
+      values[ch] = { r: { hash: ref.hash, size: ref.size } } as unknown as Json;
+      if (!known.has(ref.hash)) {
+        known.add(ref.hash);
+        held.push(ref);
+      }
+    }
+    return held;
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -266,12 +324,16 @@ export class HefestoSaver extends BaseCheckpointSaver {
       };
     }
     const { channel_values, ...rest } = checkpoint;
-    const values = { ...((base.state.values ?? {}) as Record<string, Json>) };
+    const baseValues = (base.state.values ?? {}) as Record<string, Json>;
+    const values = { ...baseValues };
+    const changed: string[] = [];
     for (const channel of Object.keys(newVersions)) {
       if (channel in channel_values) {
         values[channel] = (await this.#encode(channel_values[channel])) as unknown as Json;
+        changed.push(channel);
       } else delete values[channel];
     }
+    const held = await this.#largeByRef(values, changed, baseValues);
     // A checkpoint holds the channels it versions, as savers that load blobs by version do.
     for (const channel of Object.keys(values)) {
       if (!(channel in checkpoint.channel_versions)) delete values[channel];
@@ -282,7 +344,10 @@ export class HefestoSaver extends BaseCheckpointSaver {
       ckpt: JSON.parse(JSON.stringify(rest)) as Json,
       values,
     };
-    const ops = diffJson(base.state, next);
+    const ops: Array<DeltaOp | SetRefOp> = diffJson(base.state, next);
+    for (const ref of held) {
+      ops.push({ op: 'set', path: HELD, ref }, { op: 'delete', path: HELD });
+    }
     const label = labelOf(checkpoint.id);
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const meta = JSON.parse(new TextDecoder().decode(metaBytes)) as Json;
@@ -336,7 +401,17 @@ export class HefestoSaver extends BaseCheckpointSaver {
     );
     const key = `${ids.stream}#${ids.id}`;
     for (let i = 0; i < encoded.length; i += 100) {
-      const task = { taskId, taskPath, writes: encoded.slice(i, i + 100) };
+      const slice = encoded.slice(i, i + 100);
+      const sizes = slice.map((w) => canonicalBytes(w.value));
+      const picked = pickByRef(sizes, this.#largeValueBytes, INLINE_BUDGET_BYTES);
+      const sent = await Promise.all(
+        slice.map(async (w, j) => {
+          if (!picked.has(j)) return w;
+          const ref = await this.client.putValue(w.value);
+          return { idx: w.idx, channel: w.channel, ref: { hash: ref.hash, size: ref.size } };
+        }),
+      );
+      const task = { taskId, taskPath, writes: sent };
       // The label may still be on its way (see put): wait for it, about 10 s at most.
       for (let attempt = 0; ; attempt++) {
         try {

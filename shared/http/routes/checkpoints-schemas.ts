@@ -3,6 +3,7 @@ import { LABEL_PATTERN } from '../../services/labels.js';
 import { MAX_TASK_BYTES, MAX_WRITES_PER_CALL } from '../../services/pending-writes.js';
 import { queryInt, queryIntDefault } from '../query-int.js';
 import { STREAM_ID_PATTERN } from '../schemas.js';
+import { ValueRef } from '../state-schemas.js';
 
 /** Schemas of the checkpoint label, list and pending-write routes (validation and OpenAPI). */
 
@@ -87,21 +88,28 @@ export const PendingWritesBody = z
     taskPath: Task.default('').openapi({ description: 'LangGraph’s task path; default ""' }),
     writes: z
       .array(
-        z.strictObject({
-          idx: z
-            .number()
-            .int()
-            .min(-(2 ** 31))
-            .max(2 ** 31 - 1)
-            .openapi({
-              description: '>= 0: insert-once; < 0 (special channels): last write wins',
+        z
+          .strictObject({
+            idx: z
+              .number()
+              .int()
+              .min(-(2 ** 31))
+              .max(2 ** 31 - 1)
+              .openapi({
+                description: '>= 0: insert-once; < 0 (special channels): last write wins',
+              }),
+            channel: z.string().min(1).max(256),
+            value: z.unknown().optional().openapi({ description: 'Any JSON value' }),
+            ref: ValueRef.optional().openapi({
+              description:
+                'Instead of `value`: a large value uploaded first (PUT /v1/chunks/{hash}), ' +
+                'held for the stream like a checkpoint’s ref (docs/langgraph.md, Limits)',
             }),
-          channel: z.string().min(1).max(256),
-          value: z
-            .unknown()
-            .refine((v) => v !== undefined, 'value is required')
-            .openapi({ description: 'Any JSON value' }),
-        }),
+          })
+          .refine(
+            (w) => (w.value !== undefined) !== (w.ref !== undefined),
+            'a write takes exactly one of value and ref',
+          ),
       )
       .min(1)
       .max(MAX_WRITES_PER_CALL),
@@ -125,7 +133,10 @@ export const PendingWriteList = z
         taskPath: z.string(),
         idx: z.number().int(),
         channel: z.string(),
-        value: z.unknown(),
+        value: z.unknown().optional().openapi({ description: 'The value, unless sent by ref' }),
+        ref: ValueRef.optional().openapi({
+          description: 'A value written by ref: read it from its chunks (GET /v1/chunks/{hash})',
+        }),
       }),
     ),
   })

@@ -117,7 +117,8 @@ export const checkpointRoutes = ({ ledger, keys, limits }: CheckpointRoutesDeps)
       'with a negative idx (LangGraph’s special channels) replaces the stored one. Fenced like ' +
       'other writes (409 ErrFenced: a stale epoch, or none while the lease is held ' +
       'exclusively). A value is ' +
-      `limited like an event payload (${limits.maxPayloadBytes} bytes).`,
+      `limited like an event payload (${limits.maxPayloadBytes} bytes); a larger one goes by ` +
+      '`ref` (uploaded first as chunks; the stream holds them against the chunk GC).',
     security: BEARER_SECURITY,
     middleware: [write, jsonBodyOf(limits)] as const,
     request: {
@@ -134,6 +135,7 @@ export const checkpointRoutes = ({ ledger, keys, limits }: CheckpointRoutesDeps)
     const { streamId, label } = c.req.valid('param');
     const body = c.req.valid('json');
     for (const w of body.writes) {
+      if (w.value === undefined) continue; // by ref: sized by its ref (pending-writes.ts)
       const bytes = Buffer.byteLength(JSON.stringify(w.value), 'utf8');
       if (bytes > limits.maxPayloadBytes) {
         throw new PayloadTooLargeError(
@@ -148,7 +150,12 @@ export const checkpointRoutes = ({ ledger, keys, limits }: CheckpointRoutesDeps)
       {
         taskId: body.taskId,
         taskPath: body.taskPath,
-        writes: body.writes as Array<{ idx: number; channel: string; value: JsonValue }>,
+        writes: body.writes as Array<{
+          idx: number;
+          channel: string;
+          value?: JsonValue;
+          ref?: { hash: string; size: number };
+        }>,
       },
       c.req.valid('header')['Hefesto-Fencing-Token'],
     );
