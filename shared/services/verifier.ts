@@ -1,13 +1,22 @@
+import type { JsonValue } from '../domain/canonical.js';
 import { TamperedLedgerError } from '../domain/errors.js';
-import { genesisHash, payloadJsonOf, type SealedEvent } from '../domain/event.js';
+import {
+  genesisHash,
+  type LedgerEvent,
+  payloadJsonOf,
+  type SealedEvent,
+  toLedgerEvent,
+} from '../domain/event.js';
 import { decodeAnySnapshot, type SnapshotExpectation } from '../domain/snapshot.js';
-import { type DeltaOp, FORK_EVENT, type ForkPayload } from '../domain/state.js';
+import { DELTA_EVENT, type DeltaOp, FORK_EVENT, type ForkPayload } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf, emptyStateDigest } from '../domain/state-digest.js';
 import type { ObjectStore } from '../ports/object-store.js';
-import type { RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
 import { ChunkStore } from './chunk-store.js';
 import { mapLimit } from './compact-types.js';
+import { badCheckpoint, checkEntry } from './label-binding.js';
+import { CKPT_PREFIX, LABEL_PREFIX, labelOfSk } from './labels.js';
 import {
   type HeadRecord,
   SNAPSHOT_INDEX_PREFIX,
@@ -86,12 +95,22 @@ interface StateEvent {
   digest: unknown;
   /** A delta that sets a value by ref. */
   refs: boolean;
+  /** A labelled delta: the event itself, for the checks of its records. */
+  labelled?: LedgerEvent;
 }
 
 const stateEventOf = (event: SealedEvent): StateEvent => {
-  const payload = JSON.parse(payloadJsonOf(event)) as { stateDigest?: unknown; ops?: unknown };
+  const payload = JSON.parse(payloadJsonOf(event)) as {
+    stateDigest?: unknown;
+    ops?: unknown;
+    label?: unknown;
+  };
   const ops = Array.isArray(payload.ops) ? payload.ops : [];
-  return { seq: event.seq, digest: payload.stateDigest, refs: hasRefs(ops) };
+  const labelled =
+    event.type === DELTA_EVENT && typeof payload.label === 'string'
+      ? toLedgerEvent(event)
+      : undefined;
+  return { seq: event.seq, digest: payload.stateDigest, refs: hasRefs(ops), labelled };
 };
 
 export class Verifier {
@@ -157,6 +176,7 @@ export class Verifier {
     if (floor === 0 && first?.type === FORK_EVENT)
       await this.#checkForkOrigin(tenant, stream, first, version);
     await this.#checkHeadState(tenant, stream, head, events);
+    await this.#checkCheckpoints(tenant, stream, floor, events);
     const newestBase = judged.at(-1)?.seq ?? 0;
     await this.#checkValues(
       tenant,
@@ -210,6 +230,63 @@ export class Verifier {
     if (last.digest !== record.stateDigest) {
       throw badBase(record.seq, `is not the state seq ${stateSeq} records`);
     }
+  }
+
+  /**
+   * The checkpoint list and labels against the labelled deltas above the pruning point
+   * (label-binding.ts): each entry is what its delta committed, each labelled delta has its
+   * entry and its label record naming its seq (a deleted or edited record is reported).
+   */
+  async #checkCheckpoints(
+    tenant: string,
+    stream: string,
+    floor: number,
+    events: StateEvent[],
+  ): Promise<void> {
+    const deltas = new Map<number, LedgerEvent>();
+    for (const e of events) if (e.labelled) deltas.set(e.seq, e.labelled);
+    const entries = await this.#records(tenant, stream, CKPT_PREFIX);
+    const listed = new Set<number>();
+    for (const item of entries.reverse()) {
+      const seq = Number(item.seq);
+      if (seq <= floor) continue;
+      const claim = {
+        label: String(item.label),
+        seq,
+        ...(typeof item.stateDigest === 'string' ? { stateDigest: item.stateDigest } : {}),
+        ...(typeof item.metaJson === 'string'
+          ? { meta: JSON.parse(item.metaJson) as JsonValue }
+          : item.meta === undefined
+            ? {}
+            : { meta: item.meta as JsonValue }),
+        ...(typeof item.parentLabel === 'string' ? { parentLabel: item.parentLabel } : {}),
+        ...(typeof item.parentSeq === 'number' ? { parentSeq: item.parentSeq } : {}),
+      };
+      checkEntry(claim, deltas.get(seq));
+      listed.add(seq);
+    }
+    const labels = new Map<string, number>();
+    for (const item of await this.#records(tenant, stream, LABEL_PREFIX)) {
+      labels.set(labelOfSk(item.sk), Number(item.seq));
+    }
+    for (const [seq, event] of deltas) {
+      if (!listed.has(seq)) throw badCheckpoint(seq, 'its list entry is missing');
+      const label = (event.payload as { label: string }).label;
+      if (labels.get(label) !== seq)
+        throw badCheckpoint(seq, `its label record ${label} is not its`);
+    }
+  }
+
+  /** Every record of the stream under an sk prefix. */
+  async #records(tenant: string, stream: string, skPrefix: string): Promise<Item[]> {
+    const out: Item[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.#o.records.query(streamPk(tenant, stream), { skPrefix, after });
+      out.push(...page.items);
+      after = page.next;
+    } while (after !== undefined);
+    return out;
   }
 
   /** The head's stateSeq and digest are the chain's last checkpoint's. */
