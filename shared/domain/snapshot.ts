@@ -10,7 +10,7 @@ import { build } from './state-v2/node.js';
  *
  *   8 bytes  magic "HEFSNAP" + u8 format version (= 1)
  *   u32      len(header), then the header as RFC 8785 canonical JSON:
- *            {format, tenant, stream, seq, hash, stateDigest, encoding}
+ *            {format, tenant, stream, seq, hash, stateDigest, encoding, stateSeq?}
  *   rest     the state as RFC 8785 canonical JSON (encoding "jcs")
  *
  * `hash` is the chain hash of event `seq`; `stateDigest` is SHA-256 of the state bytes, so a
@@ -137,7 +137,8 @@ export const decodeSnapshot = (bytes: Uint8Array, expect: SnapshotExpectation): 
  *
  *   8 bytes  "HEFSNAP" + u8 2
  *   u32      len(header), then the header as canonical JSON:
- *            {format: 2, tenant, stream, seq, hash, stateDigest, encoding: "chunks", root}
+ *            {format: 2, tenant, stream, seq, hash, stateDigest, encoding: "chunks", root, stateSeq?}
+ *   `stateSeq`: the last delta or fork at or before `seq`, which binds the base (state-binding.ts).
  */
 export const SNAPSHOT_FORMAT_CHUNKS = 2;
 const MAGIC_V2 = Buffer.from('HEFSNAP\x02', 'latin1');
