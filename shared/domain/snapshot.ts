@@ -10,7 +10,7 @@ import { build } from './state-v2/node.js';
  *
  *   8 bytes  magic "HEFSNAP" + u8 format version (= 1)
  *   u32      len(header), then the header as RFC 8785 canonical JSON:
- *            {format, tenant, stream, seq, hash, stateDigest, encoding}
+ *            {format, tenant, stream, seq, hash, stateDigest, encoding, stateSeq?}
  *   rest     the state as RFC 8785 canonical JSON (encoding "jcs")
  *
  * `hash` is the chain hash of event `seq`; `stateDigest` is SHA-256 of the state bytes, so a
@@ -37,6 +37,8 @@ export interface SnapshotHeader {
   encoding: 'jcs';
   /** 2: `stateDigest` is the v2 Merkle digest; absent: v1. */
   digestVersion?: 2;
+  /** The last state-setting event at or before `seq` (absent on snapshots written before). */
+  stateSeq?: number;
 }
 
 export interface Snapshot {
@@ -73,6 +75,8 @@ export interface SnapshotExpectation {
   hash?: string;
   /** The stream's digest version (absent: 1). */
   digestVersion?: 1 | 2;
+  /** The stateSeq its index record names (absent: a record written before it was kept). */
+  stateSeq?: number;
 }
 
 /** Decodes a snapshot and checks it against what the trusted index says; fails closed. */
@@ -99,6 +103,7 @@ export const decodeSnapshot = (bytes: Uint8Array, expect: SnapshotExpectation): 
     fail('names another stream or seq');
   if (!isHexHash(h.hash) || h.stateDigest !== expect.stateDigest) fail('names another state');
   if (expect.hash !== undefined && h.hash !== expect.hash) fail('names another chain hash');
+  if (h.stateSeq !== expect.stateSeq) fail('names another state-setting seq than its record');
   const v2 = expect.digestVersion === 2;
   if ((h.digestVersion === 2) !== v2) fail('has another digest version than its stream');
   const body = buf.subarray(bodyStart);
@@ -132,7 +137,8 @@ export const decodeSnapshot = (bytes: Uint8Array, expect: SnapshotExpectation): 
  *
  *   8 bytes  "HEFSNAP" + u8 2
  *   u32      len(header), then the header as canonical JSON:
- *            {format: 2, tenant, stream, seq, hash, stateDigest, encoding: "chunks", root}
+ *            {format: 2, tenant, stream, seq, hash, stateDigest, encoding: "chunks", root, stateSeq?}
+ *   `stateSeq`: the last delta or fork at or before `seq`, which binds the base (state-binding.ts).
  */
 export const SNAPSHOT_FORMAT_CHUNKS = 2;
 const MAGIC_V2 = Buffer.from('HEFSNAP\x02', 'latin1');
@@ -213,6 +219,7 @@ export const decodeAnySnapshot = (
   if (!isHexHash(header.hash) || header.stateDigest !== expect.stateDigest)
     fail('names another state');
   if (expect.hash !== undefined && header.hash !== expect.hash) fail('names another chain hash');
+  if (header.stateSeq !== expect.stateSeq) fail('names another state-setting seq than its record');
   return { header, root: header.root };
 };
 

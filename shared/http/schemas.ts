@@ -216,9 +216,20 @@ export const VerifyResult = z
       ok: z.literal(false),
       code: z.literal('ErrTamperedLedger'),
       firstBadSeq: Seq,
-      object: z.enum(['segment', 'head', 'snapshot', 'fork-origin']).openapi({
-        description: 'What failed: a segment, the head, a base snapshot, a fork’s origin',
-      }),
+      object: z
+        .enum([
+          'segment',
+          'head',
+          'snapshot',
+          'fork-origin',
+          'value',
+          'checkpoint',
+          'pending-writes',
+        ])
+        .openapi({
+          description:
+            'What failed: a segment, the head, a base snapshot, a fork’s origin, a chunk of a value set by ref, a checkpoint’s list entry or label, a label’s pending writes',
+        }),
       seq: Seq.openapi({
         description:
           'The seq it stands for: a segment’s first bad seq, the head’s, a snapshot’s, 0 for a fork origin',

@@ -205,6 +205,7 @@ export class Checkpointer {
           stateJson: next.json(),
           deltas: outcome.deltas,
           digestVersion: next.version,
+          stateSeq: outcome.response.lastSeq,
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }

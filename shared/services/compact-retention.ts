@@ -22,6 +22,7 @@ import {
   SEGMENT_INDEX_PREFIX,
   SNAPSHOT_INDEX_PREFIX,
   segmentIndexKey,
+  snapshotIndexKey,
   streamPk,
   toSegmentIndex,
   toSnapshotIndex,
@@ -58,6 +59,11 @@ import { streamIndexKey } from './stream-list.js';
  *   4. Clean up: delete segment records <= P, snapshot records < P and due bases <= P, in
  *      transactions that also put a garbage record for their objects (deleted after the
  *      grace). The next pruning visit is scheduled when the oldest kept segment ages out.
+ *      Kept below P: the segments from the one holding the base's stateSeq (the last delta
+ *      or fork at or before P), whose recorded digest binds the base at P to the chain
+ *      (state-binding.ts); reads still answer ErrPruned there, and the segments go once a
+ *      later pruning point has a later stateSeq. A stream with no checkpoint for a long
+ *      time keeps its last checkpoint's segment and those after it (docs/ledger-format.md).
  */
 
 const deleteOp = (item: Item): TransactOp => ({
@@ -228,9 +234,15 @@ export const cleanUpPruned = async (
   const floor = visit.head.prunedSeq;
   if (floor === undefined) return;
   const doomed: Array<{ item: Item; objectKey?: string }> = [];
+  // The segments from the one holding the floor base's state-setting event are kept: that
+  // event's digest binds the base (state-binding.ts). A base written before stateSeq was
+  // kept names none: everything up to the floor goes, as before.
+  const floorBase = await records.get(snapshotIndexKey(tenant, stream, floor));
+  const stateSeq = floorBase ? toSnapshotIndex(floorBase).stateSeq : undefined;
+  const keepFrom = stateSeq !== undefined && stateSeq >= 1 ? stateSeq : floor + 1;
   for (const item of await readPrefix(records, tenant, stream, SEGMENT_INDEX_PREFIX)) {
     const record = toSegmentIndex(item);
-    if (record.lastSeq > floor) break;
+    if (record.lastSeq >= keepFrom) break;
     doomed.push({ item, objectKey: record.objectKey });
   }
   for (const item of await readPrefix(records, tenant, stream, SNAPSHOT_INDEX_PREFIX)) {

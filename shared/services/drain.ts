@@ -67,6 +67,7 @@ export class Drainer {
         stateDigest: at.stateDigest,
         stateJson: at.working.json(),
         digestVersion: at.working.version,
+        ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
       });
       snapshot = true;
     }

@@ -1,8 +1,10 @@
 import { canonicalJson, type JsonValue } from '../domain/canonical.js';
-import { InvalidInputError, NotFoundError } from '../domain/errors.js';
+import { InvalidInputError, NotFoundError, StreamNotFoundError } from '../domain/errors.js';
 import { DELTA_EVENT } from '../domain/state.js';
 import type { Item, ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
+import { badCheckpoint, checkEntryAt, checkPage, type EntryClaim } from './label-binding.js';
 import { pad16, streamPk } from './layout.js';
+import type { Reader } from './reader.js';
 
 /**
  * Checkpoint labels and the checkpoint list (docs/records-v2.md), records beside the head in
@@ -157,6 +159,12 @@ export const toLabel = (item: Item): LabelRecord => ({
   createdAt: Number(item.createdAt),
 });
 
+const claimOf = (item: Item): EntryClaim => ({
+  ...toEntry(item),
+  ...(typeof item.stateDigest === 'string' ? { stateDigest: item.stateDigest } : {}),
+  ...(typeof item.parentSeq === 'number' ? { parentSeq: item.parentSeq } : {}),
+});
+
 const toEntry = (item: Item): CheckpointEntry => ({
   label: String(item.label),
   seq: Number(item.seq),
@@ -192,19 +200,38 @@ const matches = (entry: CheckpointEntry, filter: Array<[string, string]>): boole
 };
 
 export class CheckpointLabels {
-  constructor(readonly records: RecordStore) {}
+  /**
+   * `reader`: every entry served is checked against the delta that committed it, and list
+   * pages for completeness (label-binding.ts); without one (unit tests of the records
+   * alone), entries are served as stored.
+   */
+  constructor(
+    readonly records: RecordStore,
+    readonly reader?: Reader,
+  ) {}
 
   async get(tenant: string, stream: string, label: string): Promise<LabelRecord> {
     const key = labelKey(tenant, stream, label);
     const item = await this.records.get(key);
     if (!item) throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
-    if (typeof item.stateDigest === 'string') return toLabel(item); // written before
-    // Same commit as the label record: the entry is there (deleted with the stream only).
-    const entry = await this.records.get({ pk: key.pk, sk: ckptSk(Number(item.seq)) });
-    if (!entry || entry.label !== label) {
-      throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+    let record: LabelRecord;
+    if (typeof item.stateDigest === 'string') {
+      record = toLabel(item); // written before
+    } else {
+      // Same commit as the label record: the entry is there (deleted with the stream only).
+      const entry = await this.records.get({ pk: key.pk, sk: ckptSk(Number(item.seq)) });
+      if (!entry || entry.label !== label) {
+        if (this.reader)
+          throw badCheckpoint(Number(item.seq), `the list entry of ${label} is gone`);
+        throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+      }
+      record = toLabel(entry);
     }
-    return toLabel(entry);
+    if (this.reader) {
+      if (record.label !== label) throw badCheckpoint(record.seq, `it is not labelled ${label}`);
+      await checkEntryAt(this.reader, tenant, stream, record);
+    }
+    return record;
   }
 
   async exists(tenant: string, stream: string, label: string): Promise<boolean> {
@@ -226,6 +253,22 @@ export class CheckpointLabels {
       k,
       canonicalJson(v),
     ]);
+    // No stream: no entries either (as before); a deleted head still fails closed (headItem).
+    const head = await this.reader?.head(tenant, stream).catch((err: unknown) => {
+      if (err instanceof StreamNotFoundError) return undefined;
+      throw err;
+    });
+    const floor = head?.prunedSeq ?? 0;
+    const claims: EntryClaim[] = [];
+    const answer = async (page: CheckpointPage): Promise<CheckpointPage> => {
+      if (!this.reader || !head) return page;
+      // The page covers [its lowest scanned seq, before) (down to the floor when it is the
+      // last): every labelled delta there must be among the entries scanned.
+      const to = Math.min(o.before === undefined ? head.seq : o.before - 1, head.seq);
+      const from = page.next === undefined ? floor + 1 : Math.min(...claims.map((c) => c.seq));
+      await checkPage(this.reader, tenant, stream, { from, to }, claims);
+      return page;
+    };
     const out: CheckpointEntry[] = [];
     let after = o.before === undefined ? undefined : ckptSk(o.before);
     let scanned = 0;
@@ -238,17 +281,20 @@ export class CheckpointLabels {
       });
       for (const item of page.items) {
         const entry = toEntry(item);
+        // Entries at or below the pruning point: their deltas are gone, nothing binds them.
+        if (entry.seq <= floor && this.reader) return answer({ checkpoints: out });
         scanned++;
+        claims.push(claimOf(item));
         if (matches(entry, filter)) out.push(entry);
         if (out.length >= limit) {
           const more = page.next !== undefined || item !== page.items.at(-1);
-          return more ? { checkpoints: out, next: entry.seq } : { checkpoints: out };
+          return answer(more ? { checkpoints: out, next: entry.seq } : { checkpoints: out });
         }
       }
-      if (page.next === undefined) return { checkpoints: out };
+      if (page.next === undefined) return answer({ checkpoints: out });
       after = page.next;
       const last = page.items.at(-1);
-      if (scanned >= MAX_SCAN && last) return { checkpoints: out, next: Number(last.seq) };
+      if (scanned >= MAX_SCAN && last) return answer({ checkpoints: out, next: Number(last.seq) });
     }
   }
 }

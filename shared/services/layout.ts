@@ -73,6 +73,12 @@ export interface SnapshotIndexRecord {
   objectKey: string;
   /** Delta count of the stream at `seq` (absent on records written before it was kept). */
   deltas?: number;
+  /**
+   * The last state-setting event (delta or fork) at or before `seq`, whose recorded digest
+   * binds the base to the chain (0: none, the empty state). Absent on records written before
+   * it was kept (docs/ledger-format.md, "Binding rule").
+   */
+  stateSeq?: number;
 }
 
 export const idempotencyKey = (tenant: string, key: string): ItemKey => ({
@@ -237,7 +243,7 @@ export const toSegmentIndex = (item: Item): SegmentIndexRecord => ({
 });
 
 export const toSnapshotIndex = (item: Item): SnapshotIndexRecord => ({
-  ...optional({ deltas: optNum(item, 'deltas') }),
+  ...optional({ deltas: optNum(item, 'deltas'), stateSeq: optNum(item, 'stateSeq') }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),
   stateDigest: str(item, 'stateDigest'),

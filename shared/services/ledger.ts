@@ -85,7 +85,7 @@ export class Ledger {
       chunks,
       maxValueBytes,
     });
-    this.labels = new CheckpointLabels(deps.records);
+    this.labels = new CheckpointLabels(deps.records, this.reader);
     this.pendingWrites = new PendingWrites({
       ...deps,
       reader: this.reader,

@@ -259,6 +259,37 @@ export class Reader {
   }
 
   /**
+   * Verified events [from, to] (to <= the head), which may start below the pruning point:
+   * retention keeps the segments from the one holding the last state-setting event at or
+   * before the pruning point (state-binding.ts), verified and linked like any others, up into
+   * the kept chain. A segment of the span that is gone is ErrTamperedLedger.
+   */
+  async readSpan(tenant: string, stream: string, from: number, to: number): Promise<LedgerEvent[]> {
+    if (to < from) return [];
+    return this.retrying(async () => {
+      const events: LedgerEvent[] = [];
+      const only = { from, to };
+      await this.walk(
+        tenant,
+        stream,
+        from,
+        undefined,
+        () => ({ only }),
+        (segment, entry) => {
+          for (const e of segment.events)
+            if (e.seq >= from && e.seq <= to) events.push(toLedgerEvent(e));
+          return entry.lastSeq < to;
+        },
+        to,
+      );
+      if (events[0]?.seq !== from || events.at(-1)?.seq !== to) {
+        throw new LayoutRaceError(from, `the segments holding seqs ${from}..${to} are missing`);
+      }
+      return events;
+    });
+  }
+
+  /**
    * Verifies the whole chain, from genesis (or from the hash recorded at its pruning point)
    * to the head read first. Segments committed after that read are not judged. Base
    * snapshots and fork origins are verified too by the Verifier (verifier.ts).

@@ -8,7 +8,17 @@ import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import { type StateEffect, sealedEffect, stateEffect } from './append-model.js';
 import { firstIndexRecord } from './chain-head.js';
-import { type HeadRecord, headKey, snapshotIndexKey, toHead, toSnapshotIndex } from './layout.js';
+import {
+  type HeadRecord,
+  headKey,
+  SNAPSHOT_INDEX_PREFIX,
+  segmentIndexKey,
+  snapshotIndexKey,
+  streamPk,
+  toHead,
+  toSegmentIndex,
+  toSnapshotIndex,
+} from './layout.js';
 import type { Reader } from './reader.js';
 import { extendTree, type TreeState, treeFields, witnessKey } from './tree-commit.js';
 
@@ -171,7 +181,7 @@ export class HeadRepair {
       const first = await firstIndexRecord(this.#o.records, tenant, stream);
       if (!first) throw new StreamNotFoundError(stream);
       if (first.firstSeq === 1) return genesis;
-      point = { seq: first.firstSeq - 1, hash: first.prevHash };
+      point = await this.#prunedPoint(tenant, stream, first);
     }
     // Pruning writes a base snapshot at its point first: its record gives the state there.
     const base = await this.#o.records.get(snapshotIndexKey(tenant, stream, point.seq));
@@ -185,7 +195,8 @@ export class HeadRepair {
     const effect = {
       stateDigest: snapshot.stateDigest,
       deltas: snapshot.deltas ?? 0,
-      stateSeq: point.seq,
+      // The checkpoint the base holds the state of (bases written before name none).
+      stateSeq: snapshot.stateSeq ?? point.seq,
     };
     return {
       point,
@@ -193,6 +204,38 @@ export class HeadRepair {
       pruned: true,
       digestVersion: digestVersionOf(base as { digestVersion?: unknown }),
     };
+  }
+
+  /**
+   * The pruning point of a stream without a head: retention keeps the segments from the one
+   * holding its base's checkpoint (state-binding.ts), so the first kept segment may start
+   * below it; the point is the lowest base at or after that segment's start that ends a
+   * segment (bases below the point were deleted with it).
+   */
+  async #prunedPoint(
+    tenant: string,
+    stream: string,
+    first: { firstSeq: number; prevHash: string },
+  ): Promise<ChainPoint> {
+    const bases = [];
+    let after: string | undefined;
+    do {
+      const page = await this.#o.records.query(streamPk(tenant, stream), {
+        skPrefix: SNAPSHOT_INDEX_PREFIX,
+        after,
+      });
+      bases.push(...page.items.map(toSnapshotIndex));
+      after = page.next;
+    } while (after !== undefined);
+    for (const base of bases.reverse()) {
+      if (base.seq < first.firstSeq - 1) continue;
+      if (base.seq === first.firstSeq - 1) break;
+      const end = await this.#o.records.get(segmentIndexKey(tenant, stream, base.seq));
+      if (end && toSegmentIndex(end).lastHash === base.hash)
+        return { seq: base.seq, hash: base.hash };
+      break;
+    }
+    return { seq: first.firstSeq - 1, hash: first.prevHash };
   }
 
   /** Step 4. */

@@ -130,6 +130,8 @@ export class ChunkSnapshots {
       deltas?: number;
       /** The stream's digest version, kept on the index record (repair reads it there). */
       digestVersion?: 1 | 2;
+      /** The last state-setting event at or before `seq` (state-binding.ts). */
+      stateSeq?: number;
     },
   ): Promise<SnapshotWriteResult> {
     const stored = await this.storeState(tenant, { stream, kind: 'base', id: at.seq }, at.state);
@@ -141,6 +143,7 @@ export class ChunkSnapshots {
       hash: at.hash,
       stateDigest: at.stateDigest,
       root: stored.root,
+      ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
     });
     await this.objects.putIfAbsent(key, body);
     this.crash?.('root-written');
@@ -156,6 +159,7 @@ export class ChunkSnapshots {
           encoding: 'chunks',
           ...(at.deltas === undefined ? {} : { deltas: at.deltas }),
           ...(at.digestVersion === 2 ? { digestVersion: 2 } : {}),
+          ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
         },
       },
       {

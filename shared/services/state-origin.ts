@@ -1,10 +1,11 @@
 import { TamperedLedgerError } from '../domain/errors.js';
 import type { LedgerEvent } from '../domain/event.js';
 import { decodeAnySnapshot } from '../domain/snapshot.js';
-import { DELTA_EVENT, FORK_EVENT, type ForkPayload } from '../domain/state.js';
+import { FORK_EVENT, type ForkPayload } from '../domain/state.js';
 import type { MerkleState } from '../domain/state-v2/index.js';
 import type { HeadRecord } from './layout.js';
 import type { StateStore } from './state.js';
+import { eventsIn, setsState } from './state-binding.js';
 
 /**
  * Where a read by path of a v2 stream starts from without hydrating (state-read.ts): the
@@ -13,15 +14,12 @@ import type { StateStore } from './state.js';
  * to a partial tree. `undefined`: something does not add up (an edited index record, a base
  * that does not link), and the caller hydrates, which reports it exactly as a whole read does.
  *
- * How the origin is tied to the chain:
- * - when no delta or fork lies after the base (the head's `stateSeq`, its last delta or fork,
- *   is at or below the base) and `at` is past it: the base must record the head's digest (the
- *   head is checked against the chain end by the caller); no event is read.
- * - otherwise the events from the base's own seq up to `at` (no further than `stateSeq`) are
- *   read: the base's event must carry the base's chain hash and state digest. A base at the
- *   pruning point (its event is gone) is tied by the first event after it linking to its hash,
- *   as hydration does, and read at its own seq it is trusted as hydration trusts it.
- * - a fork origin (no base): event 1 is the fork, verified, and names the root.
+ * How the origin is tied to the chain (state-binding.ts): at or past the head's stateSeq, the
+ * head's stateSeq and digest are checked against the chain first (once per head), then the base is bound to the event at its
+ * stateSeq (its recorded digest, no delta or fork after it up to the base, the base's chain
+ * hash at its seq), reading the events from its stateSeq up to `at` (no further than the
+ * head's stateSeq) in one read. A fork origin (no base): event 1 is the fork, verified, and
+ * names the root. A forged base or head is ErrTamperedLedger, never a fallback.
  */
 
 export interface Origin {
@@ -34,30 +32,6 @@ export interface Origin {
   /** The delta events after it, up to `at`, in order. */
   deltas: LedgerEvent[];
 }
-
-const setsState = (type: string) => type === DELTA_EVENT || type === FORK_EVENT;
-
-/** The verified events [from, to]. */
-const eventsIn = async (
-  states: StateStore,
-  tenant: string,
-  stream: string,
-  from: number,
-  to: number,
-): Promise<LedgerEvent[]> => {
-  const events: LedgerEvent[] = [];
-  let next: number | undefined = from;
-  while (next !== undefined && next <= to) {
-    const page = await states.reader.readEvents(tenant, stream, {
-      from: next,
-      limit: Math.min(1000, to - next + 1),
-    });
-    for (const event of page.events) if (event.seq <= to) events.push(event);
-    if (page.events.length === 0) break;
-    next = page.next;
-  }
-  return events;
-};
 
 /** The deltas among `events`, or undefined when a fork is among them. */
 const deltasOf = (events: LedgerEvent[]): LedgerEvent[] | undefined => {
@@ -73,24 +47,17 @@ export const storedOrigin = async (
   at: number,
   head: HeadRecord,
 ): Promise<Origin | undefined> => {
-  const floor = head.prunedSeq ?? 0;
-  const base = await states.baseAtOrBefore(tenant, stream, at);
-  if (!base) return forkOrigin(states, tenant, stream, at, head);
+  // Reads at or past the head's stateSeq rely on it (no delta after it up to `at`): checked.
+  if (at >= head.stateSeq) await states.headStates.check(tenant, stream, head);
   const to = Math.min(at, head.stateSeq);
-  let deltas: LedgerEvent[] | undefined = [];
-  if (base.seq >= head.stateSeq) {
-    if (base.stateDigest !== head.stateDigest) return undefined;
-  } else if (base.seq > floor) {
-    const [own, ...after] = await eventsIn(states, tenant, stream, base.seq, to);
-    const recorded = (own?.payload as { stateDigest?: unknown } | undefined)?.stateDigest;
-    if (own?.seq !== base.seq || own.hash !== base.hash || !setsState(own.type)) return undefined;
-    if (recorded !== base.stateDigest) return undefined;
-    deltas = deltasOf(after);
-  } else if (base.seq < to) {
-    const after = await eventsIn(states, tenant, stream, base.seq + 1, to);
-    if (after[0]?.seq !== base.seq + 1 || after[0].prevHash !== base.hash) return undefined;
-    deltas = deltasOf(after);
-  }
+  const bound = await states.boundBaseAtOrBefore(tenant, stream, at, head, {
+    to,
+    headChecked: true,
+  });
+  if (!bound) return forkOrigin(states, tenant, stream, at, head);
+  const { base } = bound;
+  if (bound.after[0] !== undefined && bound.after[0].prevHash !== base.hash) return undefined;
+  const deltas = deltasOf(bound.after);
   if (!deltas) return undefined;
   const stored = await states.snapshots.objects.get(base.objectKey);
   if (!stored) {
@@ -103,6 +70,7 @@ export const storedOrigin = async (
     stateDigest: base.stateDigest,
     hash: base.hash,
     digestVersion: 2,
+    ...(base.stateSeq === undefined ? {} : { stateSeq: base.stateSeq }),
   });
   if ('state' in decoded) {
     if (!decoded.merkle) return undefined;
@@ -126,7 +94,13 @@ const forkOrigin = async (
   head: HeadRecord,
 ): Promise<Origin | undefined> => {
   if ((head.prunedSeq ?? 0) >= 1 || head.stateSeq < 1) return undefined;
-  const [first, ...after] = await eventsIn(states, tenant, stream, 1, Math.min(at, head.stateSeq));
+  const [first, ...after] = await eventsIn(
+    states.reader,
+    tenant,
+    stream,
+    1,
+    Math.min(at, head.stateSeq),
+  );
   if (first?.seq !== 1 || first.type !== FORK_EVENT) return undefined;
   const payload = first.payload as unknown as ForkPayload;
   const deltas = deltasOf(after);

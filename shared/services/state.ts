@@ -23,10 +23,13 @@ import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
+import { headMismatch } from './chain-head.js';
 import { ChunkStore } from './chunk-store.js';
 import {
   baseDueKey,
+  type HeadRecord,
   SNAPSHOT_INDEX_PREFIX,
+  type SnapshotIndexRecord,
   snapshotIndexKey,
   snapshotIndexSk,
   streamPk,
@@ -34,6 +37,7 @@ import {
 } from './layout.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
+import { bindBase, HeadStateCheck } from './state-binding.js';
 import { hasRefs, ValueStore } from './values.js';
 import { WorkingState } from './working-state.js';
 
@@ -74,6 +78,11 @@ export interface HydratedState {
   deltas?: number;
   /** records-v2 depth of the state at `seq`: deltas since its base along baseSeq links. */
   depth: number;
+  /**
+   * The last state-setting event at or before `seq` (0: none), verified; undefined when the
+   * walk started from a base written before bases kept it, at the pruning point.
+   */
+  stateSeq?: number;
 }
 
 /** Where a snapshot object is written: the state at a seq, its digest and its version. */
@@ -85,6 +94,8 @@ export interface SnapshotAt {
   stateJson: string;
   /** The stream's digest version (absent: 1). */
   digestVersion?: DigestVersion;
+  /** The last state-setting event at or before `seq` (absent: unknown, a legacy floor). */
+  stateSeq?: number;
 }
 
 export interface StateStoreOptions {
@@ -114,6 +125,8 @@ export class StateStore {
   readonly snapshots: ChunkSnapshots;
   /** Large values: uploaded chunks, and the refs of deltas resolved from them. */
   readonly values: ValueStore;
+  /** The heads whose state digest was checked against the chain (state-binding.ts). */
+  readonly headStates: HeadStateCheck;
 
   constructor(options: StateStoreOptions) {
     this.#o = {
@@ -131,6 +144,7 @@ export class StateStore {
       options.snapshotCrash,
     );
     this.values = new ValueStore(chunks, options.objects, options.maxValueBytes);
+    this.headStates = new HeadStateCheck(options.reader);
   }
 
   get chunks(): ChunkStore {
@@ -157,6 +171,7 @@ export class StateStore {
         hash: at.hash,
         stateDigest: at.stateDigest,
         ...(at.digestVersion === 2 ? { digestVersion: 2 as const } : {}),
+        ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
       },
       at.stateJson,
     );
@@ -188,6 +203,7 @@ export class StateStore {
       objectKey: key,
       ...(at.deltas === undefined ? {} : { deltas: at.deltas }),
       ...(at.digestVersion === 2 ? { digestVersion: 2 } : {}),
+      ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
     });
     await this.#o.records.delete(baseDueKey(tenant, stream, at.seq));
     return key;
@@ -208,6 +224,7 @@ export class StateStore {
       stateJson: at.working.json(),
       deltas: at.deltas,
       digestVersion: at.working.version,
+      ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
     });
   }
 
@@ -256,6 +273,37 @@ export class StateStore {
     return item ? toSnapshotIndex(item) : undefined;
   }
 
+  /**
+   * The latest base at or before `seq` bound to the chain (state-binding.ts), with its
+   * verified stateSeq (undefined: a legacy base at the pruning point) and the verified events
+   * after it up to `to` (none by default); undefined: none, start from {} (or a fork).
+   */
+  async boundBaseAtOrBefore(
+    tenant: string,
+    stream: string,
+    seq: number,
+    head: HeadRecord,
+    options: { to?: number; maxAfter?: number; headChecked?: boolean } = {},
+  ): Promise<{ base: SnapshotIndexRecord; stateSeq?: number; after: LedgerEvent[] } | undefined> {
+    for (let below = seq; below >= 0; ) {
+      const base = await this.baseAtOrBefore(tenant, stream, below);
+      if (!base) return undefined;
+      const { to, maxAfter } = options;
+      const upTo =
+        to === undefined
+          ? undefined
+          : Math.min(to, base.seq + (maxAfter ?? Number.MAX_SAFE_INTEGER));
+      const bound = await bindBase(this.#o.reader, tenant, stream, head, base, {
+        ...(upTo === undefined ? {} : { to: upTo }),
+        headChecked: options.headChecked,
+      });
+      if (bound === 'empty') return undefined;
+      if (bound !== 'unbound') return { base, ...bound };
+      below = base.seq - 1;
+    }
+    return undefined;
+  }
+
   /** State at `seq` (the head when omitted). */
   async hydrate(tenant: string, stream: string, seq?: number): Promise<HydratedState> {
     const head = await this.#o.reader.head(tenant, stream);
@@ -276,10 +324,13 @@ export class StateStore {
     }
     // The head is checked against the chain end alongside the first query (a state read that
     // reads no events, at a base's own seq, must not trust an edited head either).
-    const [base] = await Promise.all([
-      this.baseAtOrBefore(tenant, stream, at),
+    // The base is bound by the events from its stateSeq, read together with the first page of
+    // the events after it (one read of the segments they share).
+    const [bound] = await Promise.all([
+      this.boundBaseAtOrBefore(tenant, stream, at, head, { to: at, maxAfter: 1000 }),
       this.#o.reader.checkHead(tenant, stream, head),
     ]);
+    const base = bound?.base;
     const version = digestVersionOf(head);
     let state = WorkingState.empty(version);
     let digest = state.digest;
@@ -297,8 +348,42 @@ export class StateStore {
     }
     let deltasApplied = 0;
     let depth = 0;
+    // The seq whose state the walk holds, and the last state-setting seq at or before it.
     let stateSeq = base?.seq ?? 0;
+    let lastStateSeq: number | undefined = bound ? bound.stateSeq : 0;
+    const apply = async (event: LedgerEvent) => {
+      if (event.seq === from && base && event.prevHash !== base.hash) {
+        throw new TamperedLedgerError(
+          event.seq,
+          'first event after the snapshot does not link to it',
+        );
+      }
+      if (event.type === DELTA_EVENT) {
+        const payload = event.payload as unknown as DeltaPayload;
+        const held = payload.baseSeq === stateSeq || payload.baseSeq === lastStateSeq;
+        if (payload.baseSeq !== undefined && !held) {
+          ({ state, digest, depth } = await this.#baseOf(tenant, stream, payload.baseSeq, head));
+        }
+        state = await this.#applyDelta(tenant, event, state, digest);
+        digest = payload.stateDigest;
+        depth = typeof payload.depth === 'number' ? payload.depth : depth + 1;
+        stateSeq = event.seq;
+        lastStateSeq = event.seq;
+        deltasApplied++;
+      } else if (event.type === FORK_EVENT) {
+        ({ state, digest } = await this.#applyFork(tenant, stream, event, version));
+        depth = 0;
+        stateSeq = event.seq;
+        lastStateSeq = event.seq;
+      }
+      hash = event.hash;
+    };
     let next: number | undefined = from;
+    for (const event of bound?.after ?? []) {
+      if (event.seq > at) break;
+      await apply(event);
+      next = event.seq + 1;
+    }
     while (next !== undefined && next <= at) {
       const page = await this.#o.reader.readEvents(tenant, stream, {
         from: next,
@@ -306,39 +391,18 @@ export class StateStore {
       });
       for (const event of page.events) {
         if (event.seq > at) break;
-        if (event.seq === from && base && event.prevHash !== base.hash) {
-          throw new TamperedLedgerError(
-            event.seq,
-            'first event after the snapshot does not link to it',
-          );
-        }
-        if (event.type === DELTA_EVENT) {
-          const payload = event.payload as unknown as DeltaPayload;
-          if (payload.baseSeq !== undefined && payload.baseSeq !== stateSeq) {
-            ({ state, digest, depth } = await this.#baseOf(tenant, stream, payload.baseSeq, head));
-          }
-          state = await this.#applyDelta(tenant, event, state, digest);
-          digest = payload.stateDigest;
-          depth = typeof payload.depth === 'number' ? payload.depth : depth + 1;
-          stateSeq = event.seq;
-          deltasApplied++;
-        } else if (event.type === FORK_EVENT) {
-          ({ state, digest } = await this.#applyFork(tenant, stream, event, version));
-          depth = 0;
-          stateSeq = event.seq;
-        }
-        hash = event.hash;
+        await apply(event);
       }
       next = page.next;
       if (page.events.length === 0) break;
     }
     if (base && at === base.seq) hash = base.hash;
-    if (digest !== (at === head.seq ? head.stateDigest : digest)) {
-      throw new DivergenceError(
-        'hydrated state digest is not the head digest',
-        at,
-        head.stateDigest,
-      );
+    // The head's state digest and stateSeq are side fields: the chain is the authority.
+    if (at === head.seq && digest !== head.stateDigest) {
+      throw headMismatch(head, "the head's state digest is not the one the chain records");
+    }
+    if (at === head.seq && lastStateSeq !== undefined && lastStateSeq !== head.stateSeq) {
+      throw headMismatch(head, "the head's stateSeq is not the chain's last checkpoint");
     }
     const deltas = base ? base.deltas : 0;
     return {
@@ -351,6 +415,7 @@ export class StateStore {
       baseSeq: base?.seq ?? 0,
       depth,
       ...(deltas === undefined ? {} : { deltas: deltas + deltasApplied }),
+      ...(lastStateSeq === undefined ? {} : { stateSeq: lastStateSeq }),
     };
   }
 

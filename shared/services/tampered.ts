@@ -5,7 +5,17 @@ import { type HefestoErrorOptions, TamperedLedgerError } from '../domain/errors.
  * events), the chain head (where reads stop and appends chain on), the base snapshots (state
  * reads) and, for a fork, the origin snapshot its first event names.
  */
-export type TamperedObject = 'segment' | 'head' | 'snapshot' | 'fork-origin';
+export type TamperedObject =
+  | 'segment'
+  | 'head'
+  | 'snapshot'
+  | 'fork-origin'
+  /** A chunk of a value a delta sets by ref. */
+  | 'value'
+  /** A checkpoint's list entry or label record (labels.ts). */
+  | 'checkpoint'
+  /** The pending writes of a checkpoint label (pending-writes.ts). */
+  | 'pending-writes';
 
 /**
  * ErrTamperedLedger naming the object that failed and the seq it stands for (a segment's

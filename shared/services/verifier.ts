@@ -1,15 +1,24 @@
+import type { JsonValue } from '../domain/canonical.js';
 import { TamperedLedgerError } from '../domain/errors.js';
-import { genesisHash, payloadJsonOf, type SealedEvent } from '../domain/event.js';
-import type { DecodeOptions } from '../domain/segment.js';
+import {
+  genesisHash,
+  type LedgerEvent,
+  payloadJsonOf,
+  type SealedEvent,
+  toLedgerEvent,
+} from '../domain/event.js';
 import { decodeAnySnapshot, type SnapshotExpectation } from '../domain/snapshot.js';
-import { FORK_EVENT, type ForkPayload } from '../domain/state.js';
-import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
+import { DELTA_EVENT, type DeltaOp, FORK_EVENT, type ForkPayload } from '../domain/state.js';
+import { type DigestVersion, digestVersionOf, emptyStateDigest } from '../domain/state-digest.js';
 import type { ObjectStore } from '../ports/object-store.js';
-import type { RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore } from '../ports/record-store.js';
+import { headMismatch } from './chain-head.js';
 import { ChunkStore } from './chunk-store.js';
 import { mapLimit } from './compact-types.js';
+import { badCheckpoint, checkEntry } from './label-binding.js';
+import { CKPT_PREFIX, LABEL_PREFIX, labelOfSk } from './labels.js';
 import {
-  type SegmentIndexRecord,
+  type HeadRecord,
   SNAPSHOT_INDEX_PREFIX,
   type SnapshotIndexRecord,
   snapshotIndexKey,
@@ -18,7 +27,9 @@ import {
 } from './layout.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots } from './snapshot-v2.js';
+import { badBase, bindBase, HeadStateCheck, setsState } from './state-binding.js';
 import { objectOf, type TamperedObject, TamperedObjectError } from './tampered.js';
+import { hasRefs, ValueStore } from './values.js';
 
 /**
  * /verify: every object a read depends on, checked against what the trusted records say.
@@ -78,16 +89,28 @@ const badSnapshot = (seq: number, why: string, cause?: unknown) =>
     cause === undefined ? undefined : { cause },
   );
 
-/** The index of the first element >= value in a sorted array. */
-const lowerBound = (sorted: number[], value: number): number => {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((sorted[mid] as number) < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+/** A delta or fork of the verified chain, as the bindings need it. */
+interface StateEvent {
+  seq: number;
+  digest: unknown;
+  /** A delta that sets a value by ref. */
+  refs: boolean;
+  /** A labelled delta: the event itself, for the checks of its records. */
+  labelled?: LedgerEvent;
+}
+
+const stateEventOf = (event: SealedEvent): StateEvent => {
+  const payload = JSON.parse(payloadJsonOf(event)) as {
+    stateDigest?: unknown;
+    ops?: unknown;
+    label?: unknown;
+  };
+  const ops = Array.isArray(payload.ops) ? payload.ops : [];
+  const labelled =
+    event.type === DELTA_EVENT && typeof payload.label === 'string'
+      ? toLedgerEvent(event)
+      : undefined;
+  return { seq: event.seq, digest: payload.stateDigest, refs: hasRefs(ops), labelled };
 };
 
 export class Verifier {
@@ -117,51 +140,199 @@ export class Verifier {
 
   async #verify(tenant: string, stream: string): Promise<LedgerVerifyResult> {
     const snapshots = await this.#snapshotRecords(tenant, stream);
-    const wanted = [...new Set([1, ...snapshots.map((s) => s.seq)])].sort((a, b) => a - b);
-    const isWanted = new Set(wanted);
+    const isWanted = new Set([1, ...snapshots.map((s) => s.seq)]);
     const hashes = new Map<number, string>();
+    // Every delta and fork of the kept chain: what bases and the head are bound to.
+    const stateEvents: StateEvent[] = [];
     let first: SealedEvent | undefined;
-    const decode = (entry: SegmentIndexRecord): DecodeOptions => {
-      // Seqs inside the segment whose hash (or, for seq 1, whose event) only decoding gives;
-      // a segment's last hash is its index record's.
-      let i = lowerBound(wanted, entry.firstSeq);
-      const lo = wanted[i];
-      let hi: number | undefined;
-      for (; i < wanted.length && (wanted[i] as number) <= entry.lastSeq; i++) {
-        const seq = wanted[i] as number;
-        if (seq < entry.lastSeq || seq === 1) hi = seq;
-      }
-      return lo === undefined || hi === undefined
-        ? { verifyOnly: true }
-        : { only: { from: lo, to: hi } };
-    };
     const { head, start, end } = await this.#o.reader.verifyChain(tenant, stream, {
-      decode,
+      decode: () => ({}),
       visit: (segment, entry) => {
         if (isWanted.has(entry.lastSeq)) hashes.set(entry.lastSeq, entry.lastHash);
         for (const event of segment.events) {
           if (isWanted.has(event.seq)) hashes.set(event.seq, event.hash);
           if (event.seq === 1) first = event;
+          if (setsState(event.type)) stateEvents.push(stateEventOf(event));
         }
       },
     });
     hashes.set(start.seq, start.hash);
+    const events = stateEvents.filter((e) => e.seq <= head.seq);
 
     const floor = head.prunedSeq ?? 0;
     const version = digestVersionOf(head);
     const judged = snapshots.filter((s) => s.seq >= floor && s.seq <= head.seq);
     const failures = await mapLimit(judged, this.#o.concurrency, (record) =>
-      this.#checkSnapshot(tenant, stream, record, hashes.get(record.seq), version).then(
-        () => undefined,
-        (err: unknown) => err,
-      ),
+      this.#checkSnapshot(tenant, stream, record, hashes.get(record.seq), version)
+        .then(() => this.#checkBinding(tenant, stream, head, record, events))
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        ),
     );
     // The lowest bad seq, whichever fetch failed first.
     const failure = failures.find((f) => f !== undefined);
     if (failure !== undefined) throw failure;
     if (floor === 0 && first?.type === FORK_EVENT)
       await this.#checkForkOrigin(tenant, stream, first, version);
+    await this.#checkHeadState(tenant, stream, head, events);
+    await this.#checkCheckpoints(tenant, stream, floor, events);
+    const newestBase = judged.at(-1)?.seq ?? 0;
+    await this.#checkValues(
+      tenant,
+      stream,
+      events.filter((e) => e.refs && e.seq > newestBase),
+    );
     return { ok: true, ...end };
+  }
+
+  /** A base is bound to the chain as reads bind it (state-binding.ts), from the walk's events. */
+  async #checkBinding(
+    tenant: string,
+    stream: string,
+    head: HeadRecord,
+    record: SnapshotIndexRecord,
+    events: StateEvent[],
+  ): Promise<void> {
+    const floor = head.prunedSeq ?? 0;
+    const stateSeq = record.stateSeq;
+    if (stateSeq === undefined) {
+      // Written before stateSeq was kept: bound by its own event when that is a checkpoint
+      // (readers skip any other); at the pruning point, by its hash only.
+      const own = events.find((e) => e.seq === record.seq);
+      if (own && own.digest !== record.stateDigest) {
+        throw badBase(record.seq, 'is not the state its event records');
+      }
+      return;
+    }
+    if (stateSeq <= floor && stateSeq > 0) {
+      // Below the pruning point: through the kept segments, as reads do.
+      await bindBase(this.#o.reader, tenant, stream, head, record);
+      return;
+    }
+    if (stateSeq > record.seq) throw badBase(record.seq, `its stateSeq ${stateSeq} is after it`);
+    const last = events.filter((e) => e.seq <= record.seq).at(-1);
+    if (stateSeq === 0) {
+      if (record.stateDigest !== emptyStateDigest(digestVersionOf(head))) {
+        throw badBase(record.seq, 'is not the empty state its stateSeq 0 names');
+      }
+      if (last) throw badBase(record.seq, `a delta lies before it (seq ${last.seq})`);
+      return;
+    }
+    if (last?.seq !== stateSeq) {
+      throw badBase(
+        record.seq,
+        last && last.seq > stateSeq
+          ? `a delta lies between its stateSeq ${stateSeq} and its seq`
+          : `its stateSeq ${stateSeq} is not a delta or a fork`,
+      );
+    }
+    if (last.digest !== record.stateDigest) {
+      throw badBase(record.seq, `is not the state seq ${stateSeq} records`);
+    }
+  }
+
+  /**
+   * The checkpoint list and labels against the labelled deltas above the pruning point
+   * (label-binding.ts): each entry is what its delta committed, each labelled delta has its
+   * entry and its label record naming its seq (a deleted or edited record is reported).
+   */
+  async #checkCheckpoints(
+    tenant: string,
+    stream: string,
+    floor: number,
+    events: StateEvent[],
+  ): Promise<void> {
+    const deltas = new Map<number, LedgerEvent>();
+    for (const e of events) if (e.labelled) deltas.set(e.seq, e.labelled);
+    const entries = await this.#records(tenant, stream, CKPT_PREFIX);
+    const listed = new Set<number>();
+    for (const item of entries.reverse()) {
+      const seq = Number(item.seq);
+      if (seq <= floor) continue;
+      const claim = {
+        label: String(item.label),
+        seq,
+        ...(typeof item.stateDigest === 'string' ? { stateDigest: item.stateDigest } : {}),
+        ...(typeof item.metaJson === 'string'
+          ? { meta: JSON.parse(item.metaJson) as JsonValue }
+          : item.meta === undefined
+            ? {}
+            : { meta: item.meta as JsonValue }),
+        ...(typeof item.parentLabel === 'string' ? { parentLabel: item.parentLabel } : {}),
+        ...(typeof item.parentSeq === 'number' ? { parentSeq: item.parentSeq } : {}),
+      };
+      checkEntry(claim, deltas.get(seq));
+      listed.add(seq);
+    }
+    const labels = new Map<string, number>();
+    for (const item of await this.#records(tenant, stream, LABEL_PREFIX)) {
+      labels.set(labelOfSk(item.sk), Number(item.seq));
+    }
+    for (const [seq, event] of deltas) {
+      if (!listed.has(seq)) throw badCheckpoint(seq, 'its list entry is missing');
+      const label = (event.payload as { label: string }).label;
+      if (labels.get(label) !== seq)
+        throw badCheckpoint(seq, `its label record ${label} is not its`);
+    }
+  }
+
+  /** Every record of the stream under an sk prefix. */
+  async #records(tenant: string, stream: string, skPrefix: string): Promise<Item[]> {
+    const out: Item[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.#o.records.query(streamPk(tenant, stream), { skPrefix, after });
+      out.push(...page.items);
+      after = page.next;
+    } while (after !== undefined);
+    return out;
+  }
+
+  /** The head's stateSeq and digest are the chain's last checkpoint's. */
+  async #checkHeadState(
+    tenant: string,
+    stream: string,
+    head: HeadRecord,
+    events: StateEvent[],
+  ): Promise<void> {
+    const last = events.at(-1);
+    if (!last && (head.prunedSeq ?? 0) > 0) {
+      await new HeadStateCheck(this.#o.reader).check(tenant, stream, head);
+      return;
+    }
+    const seq = last?.seq ?? 0;
+    const digest = last ? last.digest : emptyStateDigest(digestVersionOf(head));
+    if (head.stateSeq !== seq || head.stateDigest !== digest) {
+      throw headMismatch(head, `the head's state is not the chain's (last checkpoint: seq ${seq})`);
+    }
+  }
+
+  /**
+   * Values set by ref in the deltas after the newest base (no base holds them yet): every
+   * chunk is read and checked against its hash, as hydration will (a missing or flipped
+   * chunk would fail every state read).
+   */
+  async #checkValues(tenant: string, stream: string, deltas: StateEvent[]): Promise<void> {
+    if (deltas.length === 0) return;
+    const values = new ValueStore(this.#snapshots().chunks, this.#o.objects);
+    for (const delta of deltas) {
+      const [event] = (
+        await this.#o.reader.readEvents(tenant, stream, { from: delta.seq, limit: 1 })
+      ).events;
+      const ops = (event?.payload as { ops?: DeltaOp[] } | undefined)?.ops ?? [];
+      try {
+        await values.resolve(tenant, ops, { seq: delta.seq });
+      } catch (err) {
+        if (!(err instanceof TamperedLedgerError)) throw err;
+        throw new TamperedObjectError(
+          'value',
+          { firstBadSeq: delta.seq, seq: delta.seq },
+          `a value the delta at seq ${delta.seq} sets by ref: ${err.message}`,
+          { cause: err },
+        );
+      }
+    }
   }
 
   /** Every snapshot index record of the stream, lowest seq first. */

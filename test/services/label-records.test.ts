@@ -61,24 +61,31 @@ describe.each(allStores.filter((f) => f.enabled))('label records on $name', (fac
     }
   });
 
-  it('answers a label record written before from the record alone', async () => {
+  it('answers a label record written before from the record alone, checked against its delta', async () => {
     const first = await cp('acme', 's1', 'c1');
     const pk = streamPk('acme', 's1');
-    await stores.records.put({
+    const legacy = {
       ...labelKey('acme', 's1', 'c1'),
       label: 'c1',
       seq: first.seq,
       stateDigest: first.stateDigest,
-      metaJson: '{"step":9}',
+      metaJson: '{"parents":{"":null},"step":2}',
       createdAt: 1234,
-    });
+    };
+    await stores.records.put(legacy);
     await stores.records.delete({ pk, sk: ckptSk(first.seq) });
     expect(await world.ledger.labels.get('acme', 's1', 'c1')).toEqual({
       label: 'c1',
       seq: first.seq,
       stateDigest: first.stateDigest,
-      meta: { step: 9 },
+      meta: { step: 2, parents: { '': null } },
       createdAt: 1234,
+    });
+    // Its meta is what the delta committed: another one is tampering, not an answer.
+    await stores.records.put({ ...legacy, metaJson: '{"step":9}' });
+    await expect(world.ledger.labels.get('acme', 's1', 'c1')).rejects.toMatchObject({
+      code: 'ErrTamperedLedger',
+      object: 'checkpoint',
     });
   });
 });

@@ -263,8 +263,9 @@ describe('hydration cost', () => {
       expect(hydrated.stateDigest).toBe(baseDigest);
       reads.push(counting.counts.get);
     }
-    // 30 turns: the base at 25 + 5 deltas; 10,000 turns: the base at 10,000 alone.
-    expect(reads).toEqual([6, 1]);
+    // 30 turns: the base at 25, the segment of its delta (which binds it to the chain) and 5
+    // deltas; 10,000 turns: the base at 10,000 and its delta's segment.
+    expect(reads).toEqual([7, 2]);
   }, 120_000);
 });
 

@@ -154,9 +154,12 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     summary: 'Verify the stream',
     description:
       'Verifies every object reads depend on: the hash chain of every segment, the head ' +
-      'against the chain end, every base snapshot, and a fork’s origin snapshot. Always 200 ' +
-      'for an existing stream: `ok: false` names the first bad object (`segment`, `head`, ' +
-      '`snapshot`, `fork-origin`), the seq it stands for and the first bad seq.',
+      'against the chain end and its state against the last checkpoint, every base snapshot ' +
+      'against the checkpoint it is bound to, a fork’s origin snapshot, the chunks of values ' +
+      'set by ref after the newest base, and the checkpoint list, labels and pending writes ' +
+      'against the deltas that commit them. Always 200 for an existing stream: `ok: false` ' +
+      'names the first bad object (`segment`, `head`, `snapshot`, `fork-origin`, `value`, ' +
+      '`checkpoint`, `pending-writes`), the seq it stands for and the first bad seq.',
     security: BEARER_SECURITY,
     middleware: [read] as const,
     request: { params: StreamParams },
