@@ -2,7 +2,7 @@ import { z } from '@hono/zod-openapi';
 import { MAX_VALUE_BYTES } from '../domain/state-v2/index.js';
 import { LABEL_PATTERN } from '../services/labels.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
-import { STREAM_ID_PATTERN } from './schemas.js';
+import { Incarnation, STREAM_ID_PATTERN } from './schemas.js';
 
 /** Schemas of the checkpoint, state and fork routes (validation and OpenAPI in one). */
 
@@ -97,6 +97,7 @@ export const CheckpointResult = z
     treeHead: SignedTreeHeadSchema.optional().openapi({
       description: 'The receipt: the signed tree head just after this checkpoint',
     }),
+    incarnation: Incarnation.optional(),
   })
   .openapi('CheckpointResult', {
     example: {
