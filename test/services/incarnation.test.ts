@@ -236,6 +236,7 @@ describe.each(allStores.filter((f) => f.enabled))('stream incarnations on $name'
     it('keeps the incarnation on an effect begun on a live stream', async () => {
       const { response } = await append({});
       await begin('pay-1');
+      expect(response.incarnation).toEqual(expect.any(String));
       expect((await world.ledger.effects.get(T, S, 'pay-1'))?.incarnation).toBe(
         response.incarnation,
       );
