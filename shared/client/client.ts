@@ -10,8 +10,8 @@ import type {
   StreamList,
 } from './checkpoint-types.js';
 import { ProofChecker } from './client-proofs.js';
-import { ClientVerificationError } from './errors.js';
-import { type RetryPolicy, Transport } from './http.js';
+import { ClientVerificationError, HefestoApiError } from './errors.js';
+import { type CallResult, type RetryPolicy, Transport } from './http.js';
 import {
   type SetRefOp,
   type ValueRef,
@@ -97,6 +97,15 @@ export interface HefestoClientOptions {
  */
 export interface WriteOptions {
   idempotencyKey?: string;
+  /**
+   * The stream's incarnation (one life of it: `incarnation` of an earlier answer) the write
+   * applies to, sent as Hefesto-Incarnation. Default: the last one this client saw for the
+   * stream, if any. If the stream was deleted since (and maybe created again), the write is
+   * refused with ErrStreamRecreated and nothing is written, so a retry never lands in the new
+   * life; the client then forgets the incarnation, and the next write starts from the stream
+   * as it is.
+   */
+  incarnation?: string;
 }
 
 /**
@@ -121,6 +130,8 @@ export class HefestoClient {
   readonly #newKey: () => string;
   readonly #trusted = new TrustedPoints();
   readonly #fences = new Map<string, number>();
+  /** The incarnation of each stream this client last saw (sent as Hefesto-Incarnation). */
+  readonly #lives = new Map<string, string>();
   readonly #proofs: ProofChecker | undefined;
   readonly #values: ValueTransfer;
   /** Per stream, the check of its trusted head before this client's first write to it. */
@@ -156,14 +167,18 @@ export class HefestoClient {
     options: WriteOptions & { expectedSeq?: number } = {},
   ): Promise<AppendResult & { replayed: boolean }> {
     await this.#beforeFirstWrite(streamId);
-    const res = await this.#http.call<AppendResult>('POST', `/v1/streams/${enc(streamId)}/events`, {
-      body:
-        options.expectedSeq === undefined
-          ? { events }
-          : { events, expectedSeq: options.expectedSeq },
-      idempotencyKey: options.idempotencyKey ?? this.#newKey(),
-      fence: this.#fences.get(streamId),
-    });
+    const path = `/v1/streams/${enc(streamId)}/events`;
+    const res = await this.#inLife(streamId, options, (incarnation) =>
+      this.#http.call<AppendResult>('POST', path, {
+        body:
+          options.expectedSeq === undefined
+            ? { events }
+            : { events, expectedSeq: options.expectedSeq },
+        idempotencyKey: options.idempotencyKey ?? this.#newKey(),
+        fence: this.#fences.get(streamId),
+        incarnation,
+      }),
+    );
     await this.#proofs?.checkReceipt(streamId, res.body.treeHead);
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
   }
@@ -177,7 +192,50 @@ export class HefestoClient {
    * ```
    */
   async getStream(streamId: string): Promise<StreamHead> {
-    return (await this.#http.call<StreamHead>('GET', `/v1/streams/${enc(streamId)}`)).body;
+    try {
+      const { body } = await this.#http.call<StreamHead>('GET', `/v1/streams/${enc(streamId)}`);
+      if (body.incarnation !== undefined) this.#lives.set(streamId, body.incarnation);
+      return body;
+    } catch (err) {
+      if (err instanceof HefestoApiError && err.code === 'ErrStreamNotFound') {
+        this.#lives.delete(streamId);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * The incarnation this client last saw for `streamId` (sent with its writes), if any.
+   *
+   * @example
+   * ```ts
+   * await client.append('run-1', events);
+   * const life = client.incarnationOf('run-1'); // the life those events were written in
+   * ```
+   */
+  incarnationOf(streamId: string): string | undefined {
+    return this.#lives.get(streamId);
+  }
+
+  /**
+   * One write of a stream under its incarnation (the caller's, or the last one seen): learns
+   * the one answered, and forgets it when the stream's life ended (ErrStreamRecreated).
+   */
+  async #inLife<T extends { incarnation?: string }>(
+    streamId: string,
+    options: WriteOptions,
+    write: (incarnation: string | undefined) => Promise<CallResult<T>>,
+  ): Promise<CallResult<T>> {
+    try {
+      const res = await write(options.incarnation ?? this.#lives.get(streamId));
+      if (res.body.incarnation !== undefined) this.#lives.set(streamId, res.body.incarnation);
+      return res;
+    } catch (err) {
+      if (err instanceof HefestoApiError && err.code === 'ErrStreamRecreated') {
+        this.#lives.delete(streamId);
+      }
+      throw err;
+    }
   }
 
   /**
@@ -328,14 +386,14 @@ export class HefestoClient {
     options: WriteOptions = {},
   ): Promise<CheckpointResult & { replayed: boolean }> {
     await this.#beforeFirstWrite(streamId);
-    const res = await this.#http.call<CheckpointResult>(
-      'POST',
-      `/v1/streams/${enc(streamId)}/checkpoints`,
-      {
+    const path = `/v1/streams/${enc(streamId)}/checkpoints`;
+    const res = await this.#inLife(streamId, options, (incarnation) =>
+      this.#http.call<CheckpointResult>('POST', path, {
         body: delta,
         idempotencyKey: options.idempotencyKey ?? this.#newKey(),
         fence: this.#fences.get(streamId),
-      },
+        incarnation,
+      }),
     );
     await this.#proofs?.checkReceipt(streamId, res.body.treeHead);
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
@@ -517,6 +575,7 @@ export class HefestoClient {
     await this.#http.call<undefined>('DELETE', `/v1/streams/${enc(streamId)}`, {
       repeatable: true,
     });
+    this.#lives.delete(streamId);
   }
 
   /**

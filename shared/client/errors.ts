@@ -22,6 +22,7 @@ export type ServerErrorCode =
   | 'ErrIdempotencyInProgress'
   | 'ErrIdempotencyKeyReused'
   | 'ErrStreamExists'
+  | 'ErrStreamRecreated'
   | 'ErrFenced'
   | 'ErrLeaseHeld'
   | 'ErrDraining'

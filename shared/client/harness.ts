@@ -26,6 +26,10 @@ import type { DeltaOp, Json, LedgerEvent } from './types.js';
  * - a worker that dies after calling the model but before recording loses only that call;
  * - one that dies after recording never repeats it: the next worker gets the recorded value;
  * - one that dies after checkpointing resumes at the next turn.
+ * Every write names the stream's incarnation the run started in (Hefesto-Incarnation; for a
+ * new stream, the one its first write created), so the keys of a run never reach another life
+ * of the stream: a run whose stream was deleted (and maybe created again) under it fails with
+ * ErrStreamRecreated, and a new run on a deleted id starts a new life whose keys are its own.
  */
 
 /**
@@ -117,6 +121,8 @@ export class DurableRun {
   readonly #counters = new Map<string, number>();
   readonly #client: HefestoClient;
   readonly #largeValueBytes: number;
+  /** The life of the stream this run writes in (none yet: a new stream, until its first write). */
+  #incarnation: string | undefined;
   #lease:
     | { owner: string; epoch: number; ttlMs: number; timer?: ReturnType<typeof setInterval> }
     | undefined;
@@ -126,7 +132,13 @@ export class DurableRun {
   constructor(
     client: HefestoClient,
     streamId: string,
-    start: { state: JsonObject; digest: string; turn: number; version?: DigestVersion },
+    start: {
+      state: JsonObject;
+      digest: string;
+      turn: number;
+      version?: DigestVersion;
+      incarnation?: string;
+    },
     recorded: { digests: Map<number, string>; observations: Observation[] },
     largeValueBytes = DEFAULT_LARGE_VALUE_BYTES,
   ) {
@@ -137,6 +149,7 @@ export class DurableRun {
     this.#digest = start.digest;
     this.#version = start.version ?? NEW_STREAM_DIGEST_VERSION;
     this.#turn = start.turn;
+    this.#incarnation = start.incarnation;
     this.#recordedDigests = recorded.digests;
     this.#observations = new Map(recorded.observations.map((o) => [obsKey(o), o.value]));
   }
@@ -265,13 +278,15 @@ export class DurableRun {
     }
     const value = await call();
     const observation: Observation = { turn: this.#turn, name, index, value };
-    await this.#client.append(
+    const written = await this.#client.append(
       this.streamId,
       [{ type: OBSERVATION_TYPE, payload: observation as unknown as Json }],
       {
         idempotencyKey: `${this.streamId}/obs/${this.#turn}/${name}/${index}`,
+        incarnation: this.#incarnation,
       },
     );
+    this.#incarnation ??= written.incarnation;
     this.#observations.set(key, value);
     return value;
   }
@@ -304,11 +319,12 @@ export class DurableRun {
       this.#recordedDigests.delete(turn);
     } else {
       try {
-        await this.#client.checkpoint(
+        const written = await this.#client.checkpoint(
           this.streamId,
           { ops: await this.#byRef(ops), baseDigest: this.#digest, stateDigest: digest },
-          { idempotencyKey: `${this.streamId}/turn/${turn}` },
+          { idempotencyKey: `${this.streamId}/turn/${turn}`, incarnation: this.#incarnation },
         );
+        this.#incarnation ??= written.incarnation;
       } catch (err) {
         // Another worker checkpointed this turn already, with another state (the per-turn
         // key was used for another body) or from another base: this run has diverged.
@@ -433,7 +449,13 @@ const load = async (
     return new DurableRun(
       client,
       streamId,
-      { state, digest: origin?.stateDigest ?? emptyStateDigest(version), turn: 1, version },
+      {
+        state,
+        digest: origin?.stateDigest ?? emptyStateDigest(version),
+        turn: 1,
+        version,
+        incarnation: head.incarnation,
+      },
       { digests, observations: observationsOf(events) },
       options.largeValueBytes,
     );
@@ -445,7 +467,13 @@ const load = async (
   return new DurableRun(
     client,
     streamId,
-    { state: canonicalOrder(at.state as JsonObject), digest: at.stateDigest, turn, version },
+    {
+      state: canonicalOrder(at.state as JsonObject),
+      digest: at.stateDigest,
+      turn,
+      version,
+      incarnation: head.incarnation,
+    },
     { digests: new Map(), observations: observationsOf(pending).filter((o) => o.turn === turn) },
     options.largeValueBytes,
   );

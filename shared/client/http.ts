@@ -60,6 +60,8 @@ export interface CallOptions {
   idempotencyKey?: string;
   /** The writer's lease epoch (Hefesto-Fencing-Token). */
   fence?: number;
+  /** The stream's incarnation the write applies to (Hefesto-Incarnation). */
+  incarnation?: string;
   /** Whether a lost reply may be retried; default: reads and keyed writes. */
   repeatable?: boolean;
 }
@@ -199,6 +201,7 @@ export class Transport {
     if (options.bytes !== undefined) headers['content-type'] = 'application/octet-stream';
     else if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.fence !== undefined) headers['hefesto-fencing-token'] = String(options.fence);
+    if (options.incarnation !== undefined) headers['hefesto-incarnation'] = options.incarnation;
     if (options.idempotencyKey !== undefined) {
       headers['idempotency-key'] = `"${options.idempotencyKey.replace(/(["\\])/g, '\\$1')}"`;
     }

@@ -55,6 +55,8 @@ export interface AppendResult {
   firstSeq: number;
   lastSeq: number;
   head: { seq: number; hash: string };
+  /** The stream's incarnation (one life of it) the batch was written in. */
+  incarnation?: string;
   /** The receipt: the signed tree head after the batch (docs/proofs.md). */
   treeHead?: SignedTreeHead;
 }
@@ -79,6 +81,8 @@ export interface StreamHead {
   updatedAt: string;
   /** How the stream's state digests are computed: 1 (whole-state SHA-256) or 2 (Merkle). */
   digestVersion?: 1 | 2;
+  /** This life of the stream (a delete and a re-create give it another). */
+  incarnation?: string;
 }
 
 /**
@@ -128,6 +132,8 @@ export type DeltaOp = { op: 'set'; path: string; value: Json } | { op: 'delete';
 export interface CheckpointResult {
   seq: number;
   stateDigest: string;
+  /** The stream's incarnation the checkpoint was written in. */
+  incarnation?: string;
   /** The receipt: the signed tree head after the checkpoint. */
   treeHead?: SignedTreeHead;
 }

@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'ErrCrashInjected'
   | 'ErrInvalidDelta'
   | 'ErrStreamExists'
+  | 'ErrStreamRecreated'
   | 'ErrPayloadTooLarge'
   | 'ErrUnsupportedMediaType'
   | 'ErrUnauthorized'
@@ -172,6 +173,23 @@ export class SeqConflictError extends HefestoError {
   constructor(expectedSeq: number, currentSeq: number) {
     super('ErrSeqConflict', `expected seq ${expectedSeq}, stream is at ${currentSeq}`);
     this.currentSeq = currentSeq;
+  }
+}
+
+/**
+ * The request named the incarnation (one life) of a stream it was first sent to
+ * (Hefesto-Incarnation), and that life is over: the stream was deleted, and maybe created
+ * again since. Nothing was written; writing into the new life would apply a retry there.
+ */
+export class StreamRecreatedError extends HefestoError {
+  constructor(stream: string, current: string | undefined) {
+    super(
+      'ErrStreamRecreated',
+      current === undefined
+        ? `stream ${stream} was deleted since this request's incarnation; nothing was written`
+        : `stream ${stream} was deleted and created again (incarnation ${current}) since this ` +
+            `request's incarnation; nothing was written`,
+    );
   }
 }
 
@@ -323,10 +341,10 @@ export class EffectNotHeldError extends HefestoError {
   }
 }
 
-/** An effect key reused for another kind of effect. */
+/** An effect key reused for another effect (another kind or another intent). */
 export class EffectMismatchError extends HefestoError {
   constructor(effectKey: string) {
-    super('ErrEffectMismatch', `effect ${effectKey} was begun as another kind of effect`);
+    super('ErrEffectMismatch', `effect ${effectKey} was begun as another effect (kind or intent)`);
   }
 }
 

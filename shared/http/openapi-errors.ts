@@ -55,11 +55,13 @@ const MEANINGS: Partial<Record<ErrorCode, string>> = {
   ErrLeaseHeld: 'another owner holds the lease',
   ErrDraining: 'the stream is draining for a hand-over: no new turns',
   ErrEffectNotHeld: 'the caller is not the effect’s holder',
-  ErrEffectMismatch: 'the effect key was begun as another kind of effect',
+  ErrEffectMismatch: 'the effect key was begun as another effect (another kind or intent)',
   ErrDivergenceDetected: 'the state digest is not the one expected (`seq` says where)',
   ErrIdempotencyInProgress:
     'a request with this Idempotency-Key is in flight; retry after Retry-After',
   ErrStreamExists: 'the stream to create exists already',
+  ErrStreamRecreated:
+    'the stream was deleted (and maybe created again) since the `Hefesto-Incarnation` sent: nothing written',
   ErrPruned: 'retention deleted what was asked for: read after `prunedSeq`',
   ErrPayloadTooLarge: 'body, batch or payload over its limit',
   ErrUnsupportedMediaType: 'Content-Type is not application/json',

@@ -75,6 +75,36 @@ export const WriteHeaders = IdempotencyHeaders.extend({
     }),
 });
 
+/**
+ * Headers of an append or a checkpoint: those of a write, and the incarnation (one life of
+ * the stream, from an earlier answer) the request applies to.
+ */
+export const AppendHeaders = WriteHeaders.extend({
+  'Hefesto-Incarnation': z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be an incarnation id from an earlier answer')
+    .optional()
+    .openapi({
+      param: { name: 'Hefesto-Incarnation', in: 'header' },
+      description:
+        'The stream’s incarnation (`incarnation` of an earlier answer or of GET ' +
+        '/v1/streams/{streamId}) the write applies to. If the stream was deleted since (and maybe ' +
+        'created again), the write is 409 ErrStreamRecreated and nothing is written, so a retry ' +
+        'can never land in a new life of the stream. Idempotency-Keys are kept per stream and ' +
+        'incarnation.',
+      example: '0f8c2a4e-5b7d-4e1a-9c3f-2d6b8a1e7f40',
+    }),
+});
+
+export const Incarnation = z.string().openapi({
+  description:
+    'The stream’s incarnation this was committed in: one life of the stream, given when it is ' +
+    'created. Send it back as Hefesto-Incarnation on later writes and retries, so a write that ' +
+    'straddles a delete and a re-create is 409 ErrStreamRecreated instead of landing in the ' +
+    'new life.',
+  example: '0f8c2a4e-5b7d-4e1a-9c3f-2d6b8a1e7f40',
+});
+
 const EventInput = z
   .strictObject({
     type: z
@@ -123,6 +153,7 @@ export const AppendResult = z
     firstSeq: Seq,
     lastSeq: Seq,
     head: z.object({ seq: Seq, hash: Hash }),
+    incarnation: Incarnation.optional(),
     treeHead: SignedTreeHeadSchema.optional().openapi({
       description:
         'The receipt: the signed tree head just after this batch (a retry answers the original ' +
@@ -134,6 +165,7 @@ export const AppendResult = z
       firstSeq: 1,
       lastSeq: 1,
       head: { seq: 1, hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129' },
+      incarnation: '0f8c2a4e-5b7d-4e1a-9c3f-2d6b8a1e7f40',
     },
   });
 
@@ -151,6 +183,11 @@ export const StreamHead = z
       description:
         'How the stream’s state digests are computed: 1, SHA-256 of the RFC 8785 JSON of the ' +
         'state (streams written before state v2); 2, the Merkle digest of docs/state-v2.md',
+    }),
+    incarnation: Incarnation.optional().openapi({
+      description:
+        'This life of the stream (absent on a stream created before incarnations, until its ' +
+        'next write). Send it as Hefesto-Incarnation on writes.',
     }),
   })
   .openapi('StreamHead', {

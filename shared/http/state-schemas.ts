@@ -3,7 +3,7 @@ import { MAX_VALUE_BYTES } from '../domain/state-v2/index.js';
 import { LABEL_PATTERN } from '../services/labels.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
 import { queryInt } from './query-int.js';
-import { STREAM_ID_PATTERN } from './schemas.js';
+import { Incarnation, STREAM_ID_PATTERN } from './schemas.js';
 
 /** Schemas of the checkpoint, state and fork routes (validation and OpenAPI in one). */
 
@@ -98,6 +98,7 @@ export const CheckpointResult = z
     treeHead: SignedTreeHeadSchema.optional().openapi({
       description: 'The receipt: the signed tree head just after this checkpoint',
     }),
+    incarnation: Incarnation.optional(),
   })
   .openapi('CheckpointResult', {
     example: {

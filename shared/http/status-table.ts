@@ -18,6 +18,8 @@ import type { ErrorCode } from '../domain/errors.js';
  * - ErrIdempotencyInProgress -> 409 with Retry-After, as the Idempotency-Key draft suggests.
  * - ErrInvalidDelta -> 422: a well-formed delta that cannot apply to the stored state.
  * - ErrUnavailable -> 503: the backing store kept throttling; the caller may retry.
+ * - ErrStreamRecreated -> 409: the request's precondition (Hefesto-Incarnation) names a life
+ *   of the stream that a delete ended; like a failed If-Match, not 412 (no HTTP conditional).
  * - ErrPruned -> 410: the events existed but retention deleted them on purpose (the body
  *   carries `prunedSeq`; everything after it is still served and verifiable).
  */
@@ -38,6 +40,7 @@ export const STATUS_BY_CODE = {
   ErrDivergenceDetected: 409,
   ErrIdempotencyInProgress: 409,
   ErrStreamExists: 409,
+  ErrStreamRecreated: 409,
   ErrPruned: 410,
   ErrPayloadTooLarge: 413,
   ErrUnsupportedMediaType: 415,

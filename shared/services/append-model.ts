@@ -3,7 +3,7 @@ import { payloadJsonOf } from '../domain/event.js';
 import type { SegmentHeader } from '../domain/segment.js';
 import type { HeadSigner } from '../domain/signed-head.js';
 import { DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
-import type { Clock } from '../ports/clock.js';
+import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { AppendResponse, HeadRecord } from './layout.js';
@@ -19,6 +19,8 @@ export interface AppendOptions {
   objects: ObjectStore;
   records: RecordStore;
   clock: Clock;
+  /** Incarnations of new streams (HeadRecord.incarnation). Default: random UUIDs. */
+  ids?: IdSource;
   crash?: CrashHook;
   /** Signs each append's receipt (the signed tree head after it); none: no receipts. */
   signer?: HeadSigner;
@@ -49,6 +51,11 @@ export interface AppendRequest {
   /** Checkpoints: the state digest the head must still have (else ErrDivergenceDetected). */
   expectedStateDigest?: string;
   idempotency?: { key: string; digest: string };
+  /**
+   * The incarnation (life) of the stream the request was first sent to (Hefesto-Incarnation):
+   * any other, or a stream that is gone, is ErrStreamRecreated and nothing is written.
+   */
+  incarnation?: string;
   /** Retention of the stream, ms; used only when this append creates it. */
   ttlMs?: number;
   /**

@@ -10,6 +10,7 @@ import {
   LabelExistsError,
   SeqConflictError,
   StreamNotFoundError,
+  StreamRecreatedError,
   TamperedLedgerError,
   UnavailableError,
 } from '../domain/errors.js';
@@ -18,6 +19,7 @@ import { decodeSegment, encodeSegment, segmentKey } from '../domain/segment.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import { DELTA_EVENT } from '../domain/state.js';
 import { emptyStateDigest, NEW_STREAM_DIGEST_VERSION } from '../domain/state-digest.js';
+import { randomIds } from '../ports/clock.js';
 import type { Item, JsonValue, TransactOp } from '../ports/record-store.js';
 import {
   type AppendOptions,
@@ -37,6 +39,7 @@ import {
   headKey,
   idempotencyRecordKey,
   isServiceKey,
+  legacyIdempotencyKey,
   pad16,
   SEGMENT_INDEX_PREFIX,
   segmentIndexKey,
@@ -64,8 +67,10 @@ export {
  * The append commit protocol. One append = one segment object (create-only) + one record
  * transaction that moves the chain head over it.
  *
- *   1. Read the head (seq S, hash h); if the request has an Idempotency-Key, then read its
- *      record: done -> answer the stored response (other fingerprint -> 422).
+ *   1. Read the head (seq S, hash h, incarnation i); a request that names another
+ *      incarnation (Hefesto-Incarnation: the life of the stream it was first sent to) is 409
+ *      ErrStreamRecreated. If the request has an Idempotency-Key, then read its record, kept
+ *      under (stream, i, key): done -> answer the stored response (other fingerprint -> 422).
  *      Dies here: nothing was written.
  *   2. Seal the events S+1..S+n and create the segment at key(S+1) with put-if-absent.
  *      If another segment is there, it is a concurrent or dead writer's: verify that it
@@ -75,7 +80,10 @@ export {
  *      retry with the same key, finds it, verifies it and rolls the head over it, so the
  *      retry gets the original result and nothing is written twice.
  *   3. Commit: one transaction moves the head from S to S+n (condition: head still at S with
- *      the same epoch), records the segment in the index, and stores the idempotency record.
+ *      the same epoch and incarnation), records the segment in the index, and stores the
+ *      idempotency record. The commit that creates the head gives the stream a new
+ *      incarnation (the id port), so a stream deleted and created again starts a new life
+ *      whose idempotency records are its own.
  *      If the condition fails, the head moved: the only segment at key(S+1) is ours, so the
  *      head can only have moved by rolling ours forward; we confirm it from the index.
  *      Dies after this step: the append is durable; the retry finds the idempotency record.
@@ -130,6 +138,7 @@ export class Appender {
   constructor(options: AppendOptions) {
     this.#o = {
       ...options,
+      ids: options.ids ?? randomIds,
       inFlightGraceMs: options.inFlightGraceMs ?? 2000,
       idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? 86_400,
       maxAttempts: options.maxAttempts ?? 16,
@@ -171,8 +180,8 @@ export class Appender {
       const known = attempt === 1 ? req.knownHead : undefined;
       const head = known ?? (await this.readHead(req.tenant, req.stream));
       crash?.('head-read');
-      if (head.status === 'deleting') throw new StreamNotFoundError(req.stream);
-      const replay = known ? undefined : await this.storedResult(req);
+      this.checkLife(req, head);
+      const replay = known ? undefined : await this.storedResult(req, head);
       if (replay) return replay;
       if (req.expectedSeq !== undefined && req.expectedSeq !== head.seq) {
         throw new SeqConflictError(req.expectedSeq, head.seq);
@@ -231,9 +240,9 @@ export class Appender {
         ttlMs: req.ttlMs,
         hashes: events.map((e) => e.hash),
       };
-      let receipt: SignedTreeHead | undefined;
+      let committed: Committed;
       try {
-        receipt = await this.#commit(
+        committed = await this.#commit(
           req.tenant,
           req.stream,
           commitHead,
@@ -243,11 +252,13 @@ export class Appender {
         );
       } catch (err) {
         await this.#lostCommit(req, ours, commitHead, key, err);
-        receipt = await this.#adoptedReceipt(req, ours);
+        committed = await this.#adoptedReceipt(req, ours);
       }
       crash?.('committed');
+      const { receipt, incarnation } = committed;
       const response = {
         ...responseOf(ours, ours.stateDigest),
+        ...(incarnation && { incarnation }),
         ...(receipt && { treeHead: receipt }),
       };
       return { response, replayed: false, deltas: ours.deltas };
@@ -284,6 +295,11 @@ export class Appender {
     const now = clock.now();
     if (isFenced(lease, req.fence, now)) throw fenceError(lease, { ...req.fence }, now);
     const current = err.current as Item | undefined;
+    const ended = head.incarnation !== undefined && current?.incarnation !== head.incarnation;
+    if (err.index === 0 && current !== undefined && ended) {
+      // Deleted and created again between our read and our commit (past the deletion grace).
+      throw new StreamRecreatedError(stream, String(current.incarnation ?? ''));
+    }
     if (err.index === 0 && current !== undefined && current.epoch !== head.epoch) {
       // Our head moved its epoch on: barred by a writer that replaced our segment.
       throw new FencedError(
@@ -301,31 +317,75 @@ export class Appender {
    * The receipt of our batch when another writer committed it for us: the one stored with
    * our idempotency record, else (no key) the head now, signed now (its tree holds the batch).
    */
-  async #adoptedReceipt(
-    req: AppendRequest,
-    ours: { lastSeq: number },
-  ): Promise<SignedTreeHead | undefined> {
-    const stored = await this.storedResult(req).catch(() => undefined);
-    if (stored?.response.treeHead) return stored.response.treeHead;
-    const { signer, clock } = this.#o;
-    if (!signer) return undefined;
+  async #adoptedReceipt(req: AppendRequest, ours: { lastSeq: number }): Promise<Committed> {
     const head = await this.readHead(req.tenant, req.stream);
+    const { incarnation } = head;
+    const stored = await this.storedResult(req, head).catch(() => undefined);
+    if (stored?.response.treeHead) return { receipt: stored.response.treeHead, incarnation };
+    const { signer, clock } = this.#o;
     const tree = treeOf(head);
-    if (!tree || head.seq < ours.lastSeq) return undefined;
-    return signTree(signer, { tenant: req.tenant, stream: req.stream, now: clock.now() }, tree);
+    if (!signer || !tree || head.seq < ours.lastSeq) return { incarnation };
+    const at = { tenant: req.tenant, stream: req.stream, now: clock.now() };
+    return { receipt: signTree(signer, at, tree), incarnation };
   }
 
-  /** The stored answer for this request's Idempotency-Key, if it was already committed. */
-  async storedResult(req: AppendRequest): Promise<AppendOutcome | undefined> {
+  /**
+   * Step 1's checks of the head read, before anything else: a stream being deleted is
+   * ErrStreamNotFound; a request naming another incarnation than the head's (or one of a
+   * stream that is gone) is ErrStreamRecreated: its life ended, and writing into the new one
+   * would apply a retry there.
+   */
+  checkLife(req: Pick<AppendRequest, 'stream' | 'incarnation'>, head: ChainHead): void {
+    if (head.status === 'deleting') throw new StreamNotFoundError(req.stream);
+    if (req.incarnation !== undefined && req.incarnation !== head.incarnation) {
+      throw new StreamRecreatedError(req.stream, head.exists ? head.incarnation : undefined);
+    }
+  }
+
+  /**
+   * The stored answer for this request's Idempotency-Key, if it was already committed in
+   * this life of the stream (`head`, read before). Another stream's key, or one of the
+   * stream's past life, is not this request's.
+   */
+  async storedResult(req: AppendRequest, head: ChainHead): Promise<AppendOutcome | undefined> {
     if (!req.idempotency) return undefined;
-    const key = idempotencyRecordKey(req.tenant, req.stream, req.idempotency.key);
-    const item = await this.#o.records.get(key);
+    const item = await this.#storedItem(req.tenant, req.stream, req.idempotency.key, head);
     if (!item) return undefined;
     const record = toIdempotency(item);
-    if (record.digest !== req.idempotency.digest || record.stream !== req.stream) {
-      throw new IdempotencyKeyReusedError();
+    if (record.digest !== req.idempotency.digest) throw new IdempotencyKeyReusedError();
+    const response = replayedResponse(record, req.tenant, this.#o.signer);
+    const incarnation = response.incarnation ?? head.incarnation;
+    return { response: { ...response, ...(incarnation && { incarnation }) }, replayed: true };
+  }
+
+  /**
+   * The record of `key` in the head's incarnation. A head without one yet (written before
+   * incarnations), or given one less than the record TTL ago, also looks up the legacy
+   * tenant-wide record, which counts only if it is this stream's, is not expired (DynamoDB
+   * deletes expired items late), and was written in this life (not before the head's
+   * creation: a record of a stream deleted and created again under the same id is older).
+   */
+  async #storedItem(
+    tenant: string,
+    stream: string,
+    key: string,
+    head: ChainHead,
+  ): Promise<Item | undefined> {
+    const { records, clock } = this.#o;
+    if (isServiceKey(key)) return records.get(idempotencyRecordKey(tenant, stream, '', key));
+    // No head, no record: a stream's records go with it (compact-retention.ts, expiry).
+    if (!head.exists) return undefined;
+    if (head.incarnation !== undefined) {
+      const item = await records.get(idempotencyRecordKey(tenant, stream, head.incarnation, key));
+      if (item) return item;
     }
-    return { response: replayedResponse(record, req.tenant, this.#o.signer), replayed: true };
+    const now = clock.now();
+    if (head.incarnation !== undefined && !((head.legacyIdemUntil ?? 0) > now)) return undefined;
+    const legacy = await records.get(legacyIdempotencyKey(tenant, key));
+    if (!legacy || legacy.stream !== stream) return undefined;
+    const expired = typeof legacy.ttl === 'number' && legacy.ttl * 1000 <= now;
+    if (expired || !(Number(legacy.createdAt) >= head.createdAt)) return undefined;
+    return legacy;
   }
 
   /**
@@ -393,11 +453,11 @@ export class Appender {
         throw new IdempotencyInProgressError(this.#o.inFlightGraceMs - age);
       }
     }
-    let receipt: SignedTreeHead | undefined;
+    let committed: Committed;
     try {
       const segment = { ...header, ...effect, ...extra };
       const checks = writer ? [] : [notRefusedCheck(req.tenant, req.stream, header)];
-      receipt = await this.#commit(req.tenant, req.stream, head, segment, key, writer, checks);
+      committed = await this.#commit(req.tenant, req.stream, head, segment, key, writer, checks);
     } catch (err) {
       // Someone else committed first, or the lease moved since we read it: start again.
       if (err instanceof ConflictError || err instanceof FencedError) return undefined;
@@ -405,8 +465,10 @@ export class Appender {
       throw err;
     }
     if (!sameKey) return undefined;
+    const { receipt, incarnation } = committed;
     const response = {
       ...responseOf(header, effect.stateDigest),
+      ...(incarnation && { incarnation }),
       ...(receipt && { treeHead: receipt }),
     };
     return { response, replayed: true };
@@ -430,7 +492,9 @@ export class Appender {
 
   /**
    * Step 3: move the head over one verified segment, with its index and idempotency records
-   * and the tree (tree-commit.ts); answers the receipt.
+   * and the tree (tree-commit.ts); answers the receipt and the incarnation committed in. The
+   * head's first commit gives it its incarnation; so does the first commit on a head written
+   * before incarnations, which also opens the legacy records' 24 h (#storedItem).
    */
   async #commit(
     tenant: string,
@@ -441,9 +505,17 @@ export class Appender {
     fence: Fence,
     checks: TransactOp[] = [],
     attempt = 0,
-  ): Promise<SignedTreeHead | undefined> {
+  ): Promise<Committed> {
     const now = this.#o.clock.now();
     const hk = headKey(tenant, stream);
+    const incarnation = head.incarnation ?? this.#o.ids.newId();
+    const ttlSeconds = this.#o.idempotencyTtlSeconds;
+    const life: Record<string, JsonValue> =
+      head.incarnation !== undefined
+        ? {}
+        : head.exists
+          ? { incarnation, legacyIdemUntil: now + ttlSeconds * 1000 }
+          : { incarnation };
     const tree = treeCommit(head, { tenant, stream, now, hashes: segment.hashes }, this.#o.signer);
     const extras = commitExtras(this.#o, {
       tenant,
@@ -473,6 +545,7 @@ export class Appender {
                 ...depth,
                 ...extras.head,
                 ...tree.set,
+                ...life,
               },
               ...(segment.stateDepth === undefined && head.stateDepth !== undefined
                 ? { remove: ['stateDepth'] }
@@ -482,6 +555,9 @@ export class Appender {
               { op: 'eq', attr: 'seq', value: head.seq },
               { op: 'eq', attr: 'epoch', value: head.epoch },
               { op: 'attrNotExists', attr: 'status' },
+              head.incarnation === undefined
+                ? { op: 'attrNotExists', attr: 'incarnation' }
+                : { op: 'eq', attr: 'incarnation', value: head.incarnation },
               ...tree.conditions,
             ],
           }
@@ -501,6 +577,7 @@ export class Appender {
               ...depth,
               ...extras.head,
               ...tree.set,
+              ...life,
             },
             conditions: [{ op: 'notExists' }],
           },
@@ -528,15 +605,18 @@ export class Appender {
       // The service's own keys never expire (layout.ts): they live as long as the stream.
       const ttl = isServiceKey(segment.idempotencyKey)
         ? {}
-        : { ttl: Math.floor(now / 1000) + this.#o.idempotencyTtlSeconds };
+        : { ttl: Math.floor(now / 1000) + ttlSeconds };
       ops.push({
         kind: 'put',
         item: {
-          ...idempotencyRecordKey(tenant, stream, segment.idempotencyKey),
+          ...idempotencyRecordKey(tenant, stream, incarnation, segment.idempotencyKey),
           stream,
           digest: segment.requestDigest,
           status: 201,
-          body: responseOf(segment, segment.stateDigest) as unknown as JsonValue,
+          body: {
+            ...responseOf(segment, segment.stateDigest),
+            incarnation,
+          } as unknown as JsonValue,
           // Unsigned: a retry signs it again (idem-receipt.ts).
           ...(tree.receipt && { receipt: storedReceipt(tree.receipt) }),
           createdAt: now,
@@ -551,7 +631,7 @@ export class Appender {
     ops.push(leaseGuard(tenant, stream, fence, now));
     try {
       await this.#o.records.transact(ops);
-      return tree.receipt;
+      return { receipt: tree.receipt, incarnation };
     } catch (err) {
       if (err instanceof ConflictError && err.index === ops.length - 1) {
         throw fenceError(err.current as Item | undefined, { ...fence }, now);
@@ -567,6 +647,7 @@ export class Appender {
         attempt < 3 &&
         stored.seq === head.seq &&
         stored.epoch === head.epoch &&
+        stored.incarnation === head.incarnation &&
         stored.status === undefined
       ) {
         // Same seq and epoch, other tree or witness fields: the backfill or the witness wrote
@@ -617,4 +698,10 @@ export class Appender {
     });
     return events.find((e) => e.seq === ours.lastSeq)?.hash === ours.lastHash;
   }
+}
+
+/** What a commit answers: its receipt (none without a signer or a tree) and incarnation. */
+interface Committed {
+  receipt?: SignedTreeHead;
+  incarnation?: string;
 }

@@ -1,6 +1,6 @@
 import { StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
 import { decodeSegment } from '../domain/segment.js';
-import type { Item, RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import {
   type HeadRecord,
   headKey,
@@ -25,6 +25,28 @@ import { TamperedObjectError } from './tampered.js';
  * as a tombstone until every other object and record of the stream is gone, so a stream being
  * deleted never looks like one whose head was deleted.
  */
+
+/**
+ * The transaction check of a write beside the chain (a lease, an effect) that a deleted
+ * stream must refuse, in the write's own transaction (no extra round trip): the head is not
+ * marked `deleting`, and, when the writer read one, still of that incarnation (not deleted
+ * and created again since). No head passes: a stream not created yet, or one whose deletion
+ * finished (its partition went with it, so nothing of its past life is left to reach).
+ */
+export const liveHeadCheck = (
+  tenant: string,
+  stream: string,
+  incarnation?: string,
+): TransactOp => ({
+  kind: 'check',
+  key: headKey(tenant, stream),
+  conditions: [
+    { op: 'attrNotExists', attr: 'status' },
+    ...(incarnation === undefined
+      ? []
+      : [{ op: 'eq' as const, attr: 'incarnation', value: incarnation }]),
+  ],
+});
 
 /** The index and the objects disagree in a way a concurrent compaction can cause. */
 export class LayoutRaceError extends TamperedLedgerError {}

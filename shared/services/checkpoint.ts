@@ -66,6 +66,8 @@ export interface CheckpointRequest {
   baseDigest: string;
   stateDigest?: string;
   idempotency?: { key: string; digest: string };
+  /** The stream's incarnation the request was first sent to (append-model.ts). */
+  incarnation?: string;
   /** The writer's lease epoch; a checkpoint is also refused while the stream drains. */
   fence?: number;
   /** v2: the state-setting seq the ops apply to (default: the head's state). */
@@ -84,6 +86,8 @@ export interface CheckpointResult {
   replayed: boolean;
   /** The receipt: the signed tree head after the checkpoint (append.ts). */
   treeHead?: SignedTreeHead;
+  /** The stream's incarnation it was committed in. */
+  incarnation?: string;
 }
 
 export interface ForkRequest {
@@ -168,7 +172,8 @@ export class Checkpointer {
     // Head first, then the idempotency record: the order the appender relies on (a request
     // committed between the two reads is seen by the second), so it can skip both reads.
     const head = await appender.readHead(req.tenant, req.stream);
-    const stored = await appender.storedResult({ ...base, events: [] });
+    appender.checkLife(req, head);
+    const stored = await appender.storedResult({ ...base, events: [] }, head);
     if (stored) return this.#replayed(stored.response);
     // Checked after the head read: a label committed before it is seen here, so the commit's
     // own `notExists` only meets a concurrent writer (and then refuses the whole commit).
@@ -192,6 +197,7 @@ export class Checkpointer {
       events: [{ type: DELTA_EVENT, payload: payload as never }],
       expectedStateDigest: linear ? req.baseDigest : undefined,
       knownHead: head,
+      incarnation: req.incarnation,
       fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
     });
     if (outcome.replayed) return this.#replayed(outcome.response);
@@ -209,8 +215,8 @@ export class Checkpointer {
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
-    const { treeHead } = outcome.response;
-    return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead };
+    const { treeHead, incarnation } = outcome.response;
+    return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead, incarnation };
   }
 
   /** The head's state, for a linear checkpoint (the divergence trap on the head digest). */
@@ -289,20 +295,20 @@ export class Checkpointer {
   }
 
   #replayed(response: AppendResponse): CheckpointResult {
-    const { lastSeq, stateDigest, treeHead } = response;
-    return { seq: lastSeq, stateDigest: stateDigest ?? '', replayed: true, treeHead };
+    const { lastSeq, stateDigest, treeHead, incarnation } = response;
+    return { seq: lastSeq, stateDigest: stateDigest ?? '', replayed: true, treeHead, incarnation };
   }
 
   /** A new stream whose state at its start is the source's state at `at`. */
   async fork(req: ForkRequest): Promise<ForkResult> {
     const { appender, states } = this.#o;
     const stream = req.newStreamId;
-    const stored = await appender.storedResult({
-      tenant: req.tenant,
-      stream,
-      idempotency: req.idempotency,
-      events: [],
-    });
+    // The target's head first, then its idempotency record (the order storedResult needs).
+    const target = await appender.readHead(req.tenant, stream);
+    const stored = await appender.storedResult(
+      { tenant: req.tenant, stream, idempotency: req.idempotency, events: [] },
+      target,
+    );
     if (stored) {
       const origin = await states.forkOrigin(req.tenant, stream);
       return this.#forkResult(req, stored.response, origin, true);
@@ -310,7 +316,6 @@ export class Checkpointer {
     // Refuse an existing target before writing anything under it (a 4xx stores nothing). A
     // stream created between this read and the append below still gets 409 from the append;
     // the snapshot object written for it meanwhile is then the only leftover.
-    const target = await appender.readHead(req.tenant, stream);
     if (target.exists && target.seq > 0) throw new StreamExistsError(stream);
     const origin = await states.hydrate(req.tenant, req.source, req.at);
     // The new stream is v2 whatever the source's version: its digest is taken again.

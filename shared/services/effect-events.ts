@@ -9,7 +9,7 @@ import {
   type EffectRecord,
   effectRecordKey,
 } from './effect-model.js';
-import { idempotencyKey, serviceIdempotencyKey, toIdempotency } from './layout.js';
+import { legacyIdempotencyKey, serviceIdempotencyKey, toIdempotency } from './layout.js';
 import type { Reader } from './reader.js';
 
 /**
@@ -110,7 +110,7 @@ export class EffectEvents {
     stream: string,
     effect: EffectRecord,
   ): Promise<number | undefined> {
-    const key = idempotencyKey(tenant, `effect:${effect.effectKey}:${effect.status}`);
+    const key = legacyIdempotencyKey(tenant, `effect:${effect.effectKey}:${effect.status}`);
     const item = await this.#o.records.get(key);
     const stored = item && toIdempotency(item);
     // Another stream's record under this tenant-wide key is the old collision, not ours.

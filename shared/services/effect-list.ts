@@ -53,7 +53,9 @@ export class EffectList {
     stream: string,
     req: { after?: string; limit: number },
   ): Promise<EffectListPage> {
-    if (!(await this.#records.get(headKey(tenant, stream)))) throw new StreamNotFoundError(stream);
+    // A stream being deleted lists nothing: its effects end with it (effects.ts).
+    const head = await this.#records.get(headKey(tenant, stream));
+    if (!head || head.status !== undefined) throw new StreamNotFoundError(stream);
     const page = await this.#records.query(streamPk(tenant, stream), {
       skPrefix: EFFECT_PREFIX,
       after: req.after === undefined ? undefined : `${EFFECT_PREFIX}${req.after}`,

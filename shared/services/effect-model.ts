@@ -11,6 +11,8 @@ export type EffectStatus = 'pending' | 'completed' | 'failed';
 
 export interface EffectRecord {
   effectKey: string;
+  /** The stream's incarnation when begun (absent: begun before the stream existed, or before incarnations). */
+  incarnation?: string;
   kind: string;
   intent: JsonValue;
   compensation: JsonValue | null;

@@ -1,8 +1,14 @@
-import type { JsonValue } from '../domain/canonical.js';
-import { ConflictError, EffectMismatchError, EffectNotHeldError } from '../domain/errors.js';
+import { canonicalJson, type JsonValue } from '../domain/canonical.js';
+import {
+  ConflictError,
+  EffectMismatchError,
+  EffectNotHeldError,
+  StreamNotFoundError,
+} from '../domain/errors.js';
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { Appender } from './append.js';
+import { liveHeadCheck } from './chain-head.js';
 import { EffectEvents } from './effect-events.js';
 import {
   type EffectRecord,
@@ -10,7 +16,7 @@ import {
   effectRecordKey as effectKeyOf,
   toEffect,
 } from './effect-model.js';
-import { streamPk } from './layout.js';
+import { headKey, streamPk } from './layout.js';
 import { fenceError, leaseGuard } from './leases.js';
 import type { Reader } from './reader.js';
 
@@ -40,6 +46,13 @@ export {
  *   Dies between 1 and 2: the effect is finished (exactly once) but its ledger event is
  *   missing until the next begin/complete/fail of that effect, which appends it (under a key
  *   the service derives per stream and never lets expire, so never twice).
+ *
+ * A begin with the key of an effect begun as another one (another kind, or another intent by
+ * canonical JSON) is ErrEffectMismatch: the key names one effect. Every write of the record
+ * checks the head in its transaction (liveHeadCheck): a stream being deleted refuses begin,
+ * complete and fail (ErrStreamNotFound), so no side effect is started for a stream that is
+ * gone. The record keeps the incarnation of the stream it was begun in; the deletion of the
+ * stream deletes the records with its partition (compact-retention.ts).
  */
 
 export type BeginOutcome =
@@ -93,6 +106,11 @@ export interface EffectServiceOptions {
   leaseMs?: number;
 }
 
+/** Whether a begin names the effect the record was begun as: same kind, same intent. */
+const sameEffect = (record: EffectRecord, req: BeginRequest): boolean =>
+  record.kind === req.kind &&
+  canonicalJson(record.intent ?? null) === canonicalJson(req.intent ?? null);
+
 export class EffectService {
   readonly #o: EffectServiceOptions & { leaseMs: number };
   readonly #events: EffectEvents;
@@ -113,8 +131,14 @@ export class EffectService {
     const leaseMs = req.leaseMs ?? this.#o.leaseMs;
     for (let attempt = 0; attempt < 5; attempt++) {
       const now = clock.now();
-      const current = await this.get(req.tenant, req.stream, req.effectKey);
-      if (current && current.kind !== req.kind) throw new EffectMismatchError(req.effectKey);
+      // Read together: the head's incarnation goes on the record and into the write's check.
+      const [current, head] = await Promise.all([
+        this.get(req.tenant, req.stream, req.effectKey),
+        this.#o.records.get(headKey(req.tenant, req.stream)),
+      ]);
+      if (head?.status !== undefined) throw new StreamNotFoundError(req.stream);
+      if (current && !sameEffect(current, req)) throw new EffectMismatchError(req.effectKey);
+      const incarnation = typeof head?.incarnation === 'string' ? head.incarnation : undefined;
       if (current?.status === 'completed' || current?.status === 'failed') {
         await this.#events.ensure(req.tenant, req.stream, current, req.fence);
         return current.status === 'completed'
@@ -133,6 +157,7 @@ export class EffectService {
         ? { ...current, holder, leaseExpiresAt: now + leaseMs, attempts: current.attempts + 1 }
         : {
             effectKey: req.effectKey,
+            ...(incarnation && { incarnation }),
             kind: req.kind,
             intent: req.intent,
             compensation: req.compensation ?? null,
@@ -159,6 +184,7 @@ export class EffectService {
               : [{ op: 'notExists' }],
           },
           req,
+          incarnation,
         );
       } catch (err) {
         if (err instanceof ConflictError) continue; // someone else moved it: look again
@@ -226,14 +252,22 @@ export class EffectService {
   async #write(
     op: TransactOp,
     req: { tenant: string; stream: string; fence?: number },
+    incarnation?: string,
   ): Promise<void> {
     const now = this.#o.clock.now();
     const fence = req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: false };
     try {
-      await this.#o.records.transact([op, leaseGuard(req.tenant, req.stream, fence, now)]);
+      await this.#o.records.transact([
+        op,
+        leaseGuard(req.tenant, req.stream, fence, now),
+        liveHeadCheck(req.tenant, req.stream, incarnation),
+      ]);
     } catch (err) {
       if (err instanceof ConflictError && err.index === 1) {
         throw fenceError(err.current as Item | undefined, { epoch: req.fence }, now);
+      }
+      if (err instanceof ConflictError && err.index === 2) {
+        throw new StreamNotFoundError(req.stream);
       }
       throw err;
     }

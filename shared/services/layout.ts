@@ -11,7 +11,8 @@ import type { Item, ItemKey } from '../ports/record-store.js';
  * | chain head        | t#{tenant}#s#{stream}     | head                |
  * | segment index     | t#{tenant}#s#{stream}     | seg#{lastSeq, 16d}  |
  * | snapshot index    | t#{tenant}#s#{stream}     | snap#{INV - seq}    |
- * | idempotency       | t#{tenant}#idem#{key}     | idem                |
+ * | idempotency       | t#{tenant}#s#{stream}     | ikey#{incarnation}#{key} |
+ * | (before: legacy)  | t#{tenant}#idem#{key}     | idem (read only: idempotencyRecordKey) |
  * | service idem. key | t#{tenant}#s#{stream}     | idem#{key}          |
  * | writer lease      | t#{tenant}#s#{stream}     | writer-lease        |
  * | refused batch     | t#{tenant}#s#{stream}     | refused#{seq, 16d}  |
@@ -81,9 +82,32 @@ export interface SnapshotIndexRecord {
   stateSeq?: number;
 }
 
-export const idempotencyKey = (tenant: string, key: string): ItemKey => ({
+/**
+ * Where a client's idempotency record was kept before incarnations (tenant-wide, 24 h): only
+ * read, as a fallback, in the 24 h after a stream first got an incarnation (append.ts
+ * storedResult), and by the effect events' lookup of events written before service keys.
+ */
+export const legacyIdempotencyKey = (tenant: string, key: string): ItemKey => ({
   pk: `t#${tenant}#idem#${key}`,
   sk: 'idem',
+});
+
+export const CLIENT_IDEMPOTENCY_PREFIX = 'ikey#';
+
+/**
+ * A client's idempotency record: in the stream's partition, under the incarnation (one life
+ * of the stream, HeadRecord.incarnation) it was written in. A stream deleted and created
+ * again has another incarnation, so a key of its past life is not found in its new one, and
+ * the compactor's deletion of the stream's partition deletes the records with it.
+ */
+export const clientIdempotencyKey = (
+  tenant: string,
+  stream: string,
+  incarnation: string,
+  key: string,
+): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: `${CLIENT_IDEMPOTENCY_PREFIX}${incarnation}#${key}`,
 });
 
 /**
@@ -101,10 +125,15 @@ export const serviceIdempotencyKey = (name: string): string => `${SERVICE_KEY_MA
 export const isServiceKey = (key: string): boolean => key.startsWith(SERVICE_KEY_MARK);
 
 /** Where the idempotency record of `key` (a client's or the service's) lives. */
-export const idempotencyRecordKey = (tenant: string, stream: string, key: string): ItemKey =>
+export const idempotencyRecordKey = (
+  tenant: string,
+  stream: string,
+  incarnation: string,
+  key: string,
+): ItemKey =>
   isServiceKey(key)
     ? { pk: streamPk(tenant, stream), sk: `idem#${key.slice(SERVICE_KEY_MARK.length)}` }
-    : idempotencyKey(tenant, key);
+    : clientIdempotencyKey(tenant, stream, incarnation, key);
 
 /** The chain head: the only mutable pointer of a stream, moved by conditional writes. */
 export interface HeadRecord {
@@ -146,6 +175,15 @@ export interface HeadRecord {
   witPending?: boolean;
   /** How the stream's state digests are computed (records-v2); absent: 1. */
   digestVersion?: 2;
+  /**
+   * This life of the stream: a random id (the id port) given when the stream is created, so
+   * a stream deleted and created again is told apart from its past life (idempotency records,
+   * effect records, Hefesto-Incarnation). Absent on a head written before incarnations: its
+   * next commit gives it one, and `legacyIdemUntil`.
+   */
+  incarnation?: string;
+  /** Until then (ms), retries are also looked up in the legacy records (legacyIdempotencyKey). */
+  legacyIdemUntil?: number;
 }
 
 /**
@@ -182,6 +220,8 @@ export interface AppendResponse {
   stateDigest?: string;
   /** The receipt: the signed tree head after the batch (absent: no tree yet, or no signer). */
   treeHead?: SignedTreeHead;
+  /** The stream's incarnation the batch was committed in (absent on older records). */
+  incarnation?: string;
 }
 
 const num = (item: Item, attr: string): number => {
@@ -222,6 +262,8 @@ export const toHead = (item: Item): HeadRecord => ({
         : undefined,
     witPending: item.witPending === true ? true : undefined,
     digestVersion: item.digestVersion === 2 ? (2 as const) : undefined,
+    incarnation: typeof item.incarnation === 'string' ? item.incarnation : undefined,
+    legacyIdemUntil: optNum(item, 'legacyIdemUntil'),
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),

@@ -4,9 +4,11 @@ import {
   FencedError,
   InvalidInputError,
   LeaseHeldError,
+  StreamNotFoundError,
 } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { Item, ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
+import { liveHeadCheck } from './chain-head.js';
 import { streamPk } from './layout.js';
 
 /**
@@ -19,6 +21,9 @@ import { streamPk } from './layout.js';
  * then includes a `check` of this record (epoch equal, lease active, and for checkpoints not
  * draining) in the SAME transaction that moves the head, so a stale worker's write can never
  * land after a newer worker took over.
+ *
+ * A stream being deleted refuses acquisition (ErrStreamNotFound): the lease put carries a check
+ * of the head in its transaction; the delete itself removes the lease (stream-delete.ts).
  *
  * Exclusive (the default): while the lease is held (active and not expired), a write WITHOUT
  * a token is refused too, by a check in the same transaction (no exclusive lease held now),
@@ -222,9 +227,10 @@ export class LeaseService {
         exclusive: options.exclusive ?? true,
       };
       try {
-        await this.#records.put(
-          { ...leaseKey(tenant, stream), ...next },
+        await this.#records.transact([
           {
+            kind: 'put',
+            item: { ...leaseKey(tenant, stream), ...next },
             conditions: current
               ? [
                   { op: 'eq', attr: 'epoch', value: current.epoch },
@@ -232,10 +238,12 @@ export class LeaseService {
                 ]
               : [{ op: 'notExists' }],
           },
-        );
+          liveHeadCheck(tenant, stream),
+        ]);
         return next;
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
+        if (err.index === 1) throw new StreamNotFoundError(stream);
       }
     }
     const now = await this.get(tenant, stream);

@@ -108,7 +108,10 @@ describe('effects and hot migration with the harness against the embedded server
       expect(called).toBe(0);
       expect(provider.calls()).toBe(1);
       expect(
-        await newClient().beginEffect('e2', 'pay-order-2', { kind: 'payment', intent: null }),
+        await newClient().beginEffect('e2', 'pay-order-2', {
+          kind: 'payment',
+          intent: { cents: 500 },
+        }),
       ).toMatchObject({ status: 'completed', result: { receipt: 'r-1' } });
       expect(await completions(newClient(), 'e2')).toHaveLength(1);
     });

@@ -7,6 +7,7 @@ import {
   durableWriterTestHooks,
 } from '../../shared/adapters/local/durable-writer.js';
 import { parseSettings } from '../../shared/config/settings.js';
+import { CLIENT_IDEMPOTENCY_PREFIX } from '../../shared/services/layout.js';
 
 /**
  * The embedded server (as functions/server.ts wires it: same stores, same admission of
@@ -31,7 +32,8 @@ const after = Number(process.env.CRASH_AFTER ?? '1');
 // written with a segment, a lease or a purge), which are not counted.
 const params = (w: DurableWrite) => w.writes.flatMap(([, p]) => p);
 const isKeyOfLane = (p: unknown): p is string =>
-  typeof p === 'string' && (lane === 'objects' ? p.includes('/seg/') : p.includes('#idem#'));
+  typeof p === 'string' &&
+  (lane === 'objects' ? p.includes('/seg/') : p.startsWith(CLIENT_IDEMPOTENCY_PREFIX));
 const isAppend = (w: DurableWrite) => params(w).some(isKeyOfLane);
 let passed = 0;
 if (lane) {

@@ -282,7 +282,9 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
       expect(await crashing.exited).toBe('SIGKILL');
       expect(writers.acks.size).toBeGreaterThan(0);
       const killed = /killed-batch (\[.*\])/.exec(crashing.output())?.[1];
-      const batch = (JSON.parse(killed ?? '[]') as string[]).map((k) => k.replace(/^.*#idem#/, ''));
+      const batch = (JSON.parse(killed ?? '[]') as string[]).map((k) =>
+        k.replace(/^ikey#[^#]*#/, ''),
+      );
       expect(batch.length, crashing.output()).toBeGreaterThanOrEqual(2);
       const unanswered = batch.filter((key) => !writers.acks.has(key));
       const present = await restartAndCheck(env, writers);

@@ -57,6 +57,7 @@ describe.each(STORE_FACTORIES)('state API on $name stores', (factory) => {
       expect(body).toEqual({
         seq: 1,
         stateDigest: digest({ messages: [{ role: 'user', text: 'hi' }] }),
+        incarnation: expect.any(String),
       });
       const next = await checkpoint(
         'agent',

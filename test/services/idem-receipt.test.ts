@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EventInput } from '../../shared/domain/event.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { Appender, type AppendRequest } from '../../shared/services/append.js';
-import { idempotencyKey } from '../../shared/services/layout.js';
+import { clientIdempotencyKey } from '../../shared/services/layout.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**
@@ -40,7 +40,9 @@ describe.each(allStores.filter((f) => f.enabled))('idempotency receipts on $name
       now += 1000;
       await append({ tenant, stream, events: batch('x', 3) });
       const first = await append({ tenant, stream, events: batch('a', 2), idempotency });
-      const record = await stores.records.get(idempotencyKey(tenant, idempotency.key));
+      const incarnation = first.response.incarnation ?? expect.fail('no incarnation');
+      const recordKey = clientIdempotencyKey(tenant, stream, incarnation, idempotency.key);
+      const record = await stores.records.get(recordKey);
       expect(JSON.stringify(record)).not.toContain(first.response.treeHead?.signature);
       expect(record?.receipt).toEqual({
         treeBase: 0,
@@ -63,7 +65,8 @@ describe.each(allStores.filter((f) => f.enabled))('idempotency receipts on $name
   it('answers a record written before with its stored signed head', async () => {
     const idempotency = { key: 'old-1', digest: 'b'.repeat(64) };
     const first = await append({ events: batch('a', 2), idempotency });
-    const key = idempotencyKey('acme', idempotency.key);
+    const incarnation = first.response.incarnation ?? expect.fail('no incarnation');
+    const key = clientIdempotencyKey('acme', 'run-1', incarnation, idempotency.key);
     const record = (await stores.records.get(key)) ?? expect.fail('no record');
     const { receipt: _, ...rest } = record;
     const old = { ...rest, body: { ...first.response, treeHead: { ...first.response.treeHead } } };

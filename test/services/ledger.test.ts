@@ -124,9 +124,18 @@ describe.each(allStores.filter((f) => f.enabled))('ledger services on $name', (f
       await expect(
         append({ events: batch('b'), idempotency: { ...idem, digest: 'b'.repeat(64) } }),
       ).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
-      await expect(
-        appender.append({ tenant: T, stream: 'run-2', events: batch('a'), idempotency: idem }),
-      ).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
+    });
+
+    it('scopes keys to their stream: the same key on another stream is another request', async () => {
+      await append({ events: batch('a'), idempotency: idem });
+      const other = await appender.append({
+        tenant: T,
+        stream: 'run-2',
+        events: batch('b'),
+        idempotency: idem,
+      });
+      expect(other.replayed).toBe(false);
+      expect((await reader.head(T, 'run-2')).seq).toBe(1);
     });
 
     it('scopes keys to their tenant', async () => {

@@ -82,11 +82,11 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
       'worker fences its predecessor. Another owner’s live lease is 409 ErrLeaseHeld; extend ' +
       'yours with /renew. Send the epoch as Hefesto-Fencing-Token on every write: while the ' +
       'lease is held, writes with another epoch, or (unless acquired with exclusive: false) ' +
-      'with none, are 409 ErrFenced.',
+      'with none, are 409 ErrFenced. A stream being deleted is 404 ErrStreamNotFound.',
     request: { params: StreamParams, body: bodyOf(LeaseBody) },
     responses: {
       200: json(LeaseResult, 'The lease'),
-      ...errorResponses(WRITE_ERRORS, 'ErrLeaseHeld'),
+      ...errorResponses(WRITE_ERRORS, 'ErrLeaseHeld', 'ErrStreamNotFound'),
     },
   });
   app.openapi(acquire, async (c) => {
@@ -199,7 +199,9 @@ export const effectRoutes = ({ ledger, keys, limits }: EffectRoutesDeps) => {
       'complete or fail it. completed / failed: the stored outcome; do not run it again. ' +
       'in_progress: someone holds it; retry after retryAfterMs. unknown_outcome: a holder’s ' +
       'lease expired before it finished; you now hold it and must ask the external system ' +
-      'whether it happened before completing or failing it.',
+      'whether it happened before completing or failing it. The key names one effect: a begin ' +
+      'with another kind or another intent (compared as canonical JSON) is 422 ' +
+      'ErrEffectMismatch. A stream being deleted is 404 ErrStreamNotFound (begin, complete, fail).',
     request: { params: EffectParams, headers: FencingHeaders, body: bodyOf(BeginBody) },
     responses: {
       200: json(BeginResult, 'Where the effect stands'),

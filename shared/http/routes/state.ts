@@ -20,11 +20,11 @@ import {
   WRITE_ERRORS,
 } from '../openapi-errors.js';
 import {
+  AppendHeaders,
   BEARER_SECURITY,
   IdempotencyHeaders,
   json,
   StreamParams,
-  WriteHeaders,
 } from '../schemas.js';
 import {
   CheckpointBody,
@@ -66,7 +66,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     middleware: [write, body] as const,
     request: {
       params: StreamParams,
-      headers: WriteHeaders,
+      headers: AppendHeaders,
       body: { required: true, content: { 'application/json': { schema: CheckpointBody } } },
     },
     responses: {
@@ -78,6 +78,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
         'ErrDivergenceDetected',
         'ErrInvalidDelta',
         'ErrDraining',
+        'ErrStreamRecreated',
       ),
     },
   });
@@ -103,6 +104,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
         req,
       ),
       fence: c.req.valid('header')['Hefesto-Fencing-Token'],
+      incarnation: c.req.valid('header')['Hefesto-Incarnation'],
       baseSeq: req.baseSeq,
       label: req.label,
       meta: req.meta === undefined ? undefined : checkMeta(req.meta as JsonValue),
@@ -110,7 +112,8 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');
     const receipt = result.treeHead ? { treeHead: result.treeHead } : {};
-    return c.json({ seq: result.seq, stateDigest: result.stateDigest, ...receipt }, 201);
+    const life = result.incarnation ? { incarnation: result.incarnation } : {};
+    return c.json({ seq: result.seq, stateDigest: result.stateDigest, ...life, ...receipt }, 201);
   });
 
   const state = createRoute({

@@ -18,6 +18,7 @@ import {
 } from '../openapi-errors.js';
 import {
   AppendBody,
+  AppendHeaders,
   AppendResult,
   BEARER_SECURITY,
   EventsPage,
@@ -27,7 +28,6 @@ import {
   StreamHead,
   StreamParams,
   VerifyResult,
-  WriteHeaders,
 } from '../schemas.js';
 
 export interface StreamRoutesDeps {
@@ -60,12 +60,12 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     middleware: [write, jsonBodyOf(limits)] as const,
     request: {
       params: StreamParams,
-      headers: WriteHeaders,
+      headers: AppendHeaders,
       body: { required: true, content: { 'application/json': { schema: AppendBody } } },
     },
     responses: {
       201: json(AppendResult, 'Appended (or replayed: header Idempotent-Replayed: true)'),
-      ...errorResponses(WRITE_ERRORS, APPEND_ERRORS, 'ErrSeqConflict'),
+      ...errorResponses(WRITE_ERRORS, APPEND_ERRORS, 'ErrSeqConflict', 'ErrStreamRecreated'),
     },
   });
   app.openapi(append, async (c) => {
@@ -73,6 +73,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
     const body = c.req.valid('json');
     const key = c.req.valid('header')['Idempotency-Key'];
     const epoch = c.req.valid('header')['Hefesto-Fencing-Token'];
+    const incarnation = c.req.valid('header')['Hefesto-Incarnation'];
     // Parsed from JSON text, so every payload is a JSON value.
     const events = body.events as EventInput[];
     checkAppendLimits(events, limits);
@@ -86,11 +87,14 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
       idempotency:
         key === undefined ? undefined : { key, digest: requestDigest('POST', path, body) },
       fence: epoch === undefined ? undefined : { epoch, checkpoint: false },
+      incarnation,
     });
     if (replayed) c.header('Idempotent-Replayed', 'true');
     const { firstSeq, lastSeq, head, treeHead } = response;
     const receipt = treeHead ? { treeHead } : {};
-    return c.json({ firstSeq, lastSeq, head: { seq: head.seq, hash: head.hash }, ...receipt }, 201);
+    const life = response.incarnation ? { incarnation: response.incarnation } : {};
+    const at = { seq: head.seq, hash: head.hash };
+    return c.json({ firstSeq, lastSeq, head: at, ...life, ...receipt }, 201);
   });
 
   const head = createRoute({
@@ -119,6 +123,7 @@ export const streamRoutes = ({ ledger, keys, limits }: StreamRoutesDeps) => {
         createdAt: iso(h.createdAt),
         updatedAt: iso(h.updatedAt),
         digestVersion: digestVersionOf(h),
+        ...(h.incarnation && { incarnation: h.incarnation }),
       },
       200,
     );
