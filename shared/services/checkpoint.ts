@@ -20,6 +20,7 @@ import {
   emptyStateDigest,
   NEW_STREAM_DIGEST_VERSION,
 } from '../domain/state-digest.js';
+import { checkBudget, countNodes, type Extent, NO_EXTENT, plus } from '../domain/state-v2/index.js';
 import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
 import type { AppendResponse } from './layout.js';
@@ -107,16 +108,29 @@ export interface ForkResult {
  * not hydrate before every checkpoint. Entries are taken out while in use (ops apply in
  * place) and put back only after a successful commit. A v2 entry keeps its Merkle tree (the
  * hash of every node), so the next checkpoint re-hashes only the paths its ops touch.
+ *
+ * Bounded by entries and by the logical size of what it holds (JSON values and canonical
+ * bytes, the work budget's units): part of the process's memory ceiling (docs/state-v2.md,
+ * "Limits"). A state larger than the whole cache is not kept.
  */
 export class StateCache {
-  readonly #entries = new Map<string, { digest: string; state: WorkingState }>();
+  readonly #entries = new Map<string, { digest: string; state: WorkingState; extent: Extent }>();
+  #held: Extent = { nodes: 0, bytes: 0 };
 
-  constructor(readonly maxEntries = 256) {}
+  constructor(
+    readonly maxEntries = 256,
+    readonly max: Extent = { nodes: 1_000_000, bytes: 128 * 1024 * 1024 },
+  ) {}
+
+  /** What the entries hold now. */
+  get held(): Extent {
+    return { ...this.#held };
+  }
 
   take(tenant: string, stream: string, digest: string): WorkingState | undefined {
     const key = `${tenant}\u0000${stream}`;
     const entry = this.#entries.get(key);
-    this.#entries.delete(key);
+    this.#drop(key);
     return entry?.digest === digest ? entry.state : undefined;
   }
 
@@ -131,12 +145,29 @@ export class StateCache {
 
   put(tenant: string, stream: string, digest: string, state: WorkingState): void {
     const key = `${tenant}\u0000${stream}`;
-    this.#entries.delete(key);
-    this.#entries.set(key, { digest, state });
-    if (this.#entries.size > this.maxEntries) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
+    this.#drop(key);
+    const extent = state.extent;
+    if (extent.nodes > this.max.nodes || extent.bytes > this.max.bytes) return;
+    this.#entries.set(key, { digest, state, extent });
+    this.#held = plus(this.#held, extent);
+    for (const oldest of this.#entries.keys()) {
+      const over =
+        this.#entries.size > this.maxEntries ||
+        this.#held.nodes > this.max.nodes ||
+        this.#held.bytes > this.max.bytes;
+      if (!over) break;
+      this.#drop(oldest);
     }
+  }
+
+  #drop(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    this.#held = {
+      nodes: this.#held.nodes - entry.extent.nodes,
+      bytes: this.#held.bytes - entry.extent.bytes,
+    };
   }
 }
 
@@ -176,24 +207,42 @@ export class Checkpointer {
       throw new LabelExistsError(req.label);
     }
     const linear = req.baseSeq === undefined || req.baseSeq === head.stateSeq;
+    // Values set by ref are measured from their chunks first (their logical size, against the
+    // work budget), so a value that would not fit is refused before any state is built.
+    const { budget } = states;
+    const measured = hasRefs(req.ops)
+      ? await states.values.measureRefs(req.tenant, req.ops, { budget, client: true })
+      : undefined;
     const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
-    // Values set by ref: read from the tenant's chunks, held by the stream before the commit.
-    const ops = hasRefs(req.ops)
-      ? await states.values.resolve(req.tenant, req.ops, { hold: req.stream })
-      : req.ops;
-    const next = from.state.apply(ops);
+    // The state and everything the ops set are held at once while the ops apply.
+    checkBudget(
+      plus(plus(from.state.extent, measured?.extent ?? NO_EXTENT), inlineExtent(req.ops)),
+      budget,
+      'the state with the values this checkpoint sets',
+    );
+    const refs = measured ? await states.values.readRefs(req.tenant, req.ops, measured) : undefined;
+    const next = from.state.apply(req.ops, refs);
     const stateDigest = next.digest;
     if (req.stateDigest !== undefined && req.stateDigest !== stateDigest) {
       throw new DivergenceError('stateDigest is not what the ops yield', head.seq + 1, stateDigest);
     }
     const payload = this.#payload(req, stateDigest, from.depth, linear ? head.deltas + 1 : 0);
-    const outcome = await appender.append({
-      ...base,
-      events: [{ type: DELTA_EVENT, payload: payload as never }],
-      expectedStateDigest: linear ? req.baseDigest : undefined,
-      knownHead: head,
-      fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
-    });
+    // The stream's references to its values, only now that the checkpoint is known good, and
+    // taken back if its commit does not happen (values.ts hold).
+    const held = measured ? await states.values.hold(req.tenant, req.stream, measured) : undefined;
+    let outcome: Awaited<ReturnType<Appender['append']>>;
+    try {
+      outcome = await appender.append({
+        ...base,
+        events: [{ type: DELTA_EVENT, payload: payload as never }],
+        expectedStateDigest: linear ? req.baseDigest : undefined,
+        knownHead: head,
+        fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
+      });
+    } catch (err) {
+      await held?.release();
+      throw err;
+    }
     if (outcome.replayed) return this.#replayed(outcome.response);
     cache.put(req.tenant, req.stream, stateDigest, next);
     if (outcome.deltas !== undefined && outcome.deltas % states.snapshotEvery === 0) {
@@ -360,3 +409,10 @@ export class Checkpointer {
     };
   }
 }
+
+/** JSON values the ops set inline (their bytes are bounded by the request body's limit). */
+const inlineExtent = (ops: readonly DeltaOp[]): Extent => {
+  let nodes = 0;
+  for (const op of ops) if (op.op === 'set' && 'value' in op) nodes += countNodes(op.value);
+  return { nodes, bytes: 0 };
+};

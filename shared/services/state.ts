@@ -20,6 +20,12 @@ import {
   type JsonObject,
 } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
+import {
+  checkBudget,
+  DEFAULT_WORK_BUDGET,
+  measureValue,
+  type WorkBudget,
+} from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
@@ -34,7 +40,7 @@ import {
 } from './layout.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
-import { hasRefs, ValueStore } from './values.js';
+import { hasRefs, ValueStore, yielding } from './values.js';
 import { WorkingState } from './working-state.js';
 
 /**
@@ -100,12 +106,14 @@ export interface StateStoreOptions {
   snapshotEncoding?: 'chunks' | 'jcs';
   /** Largest value a checkpoint may set by ref (docs/state-v2.md). Default 64 MiB. */
   maxValueBytes?: number;
+  /** What one request may materialise (docs/state-v2.md, "Limits"). */
+  budget?: WorkBudget;
   /** Test hook: throw from it to die after a step of a snapshot v2 write. */
   snapshotCrash?: SnapshotCrashHook;
 }
 
 type Options = Required<
-  Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes'>
+  Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes' | 'budget'>
 >;
 
 export class StateStore {
@@ -114,8 +122,11 @@ export class StateStore {
   readonly snapshots: ChunkSnapshots;
   /** Large values: uploaded chunks, and the refs of deltas resolved from them. */
   readonly values: ValueStore;
+  /** What one request may materialise: a state and the values it sets, counted expanded. */
+  readonly budget: WorkBudget;
 
   constructor(options: StateStoreOptions) {
+    this.budget = options.budget ?? DEFAULT_WORK_BUDGET;
     this.#o = {
       ...options,
       snapshotEvery: options.snapshotEvery ?? 25,
@@ -220,11 +231,15 @@ export class StateStore {
     const stored = await this.#o.objects.get(objectKey);
     if (!stored)
       throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
+    const what = `the state at seq ${expect.seq}`;
+    // A whole-JSON snapshot is about its state's size: checked before it is parsed.
+    checkBudget({ nodes: 0, bytes: stored.body.length - 1024 }, this.budget, what);
     const decoded = decodeAnySnapshot(stored.body, { tenant, stream, ...expect });
     if ('state' in decoded) {
       const working = decoded.merkle
         ? WorkingState.ofTree(decoded.merkle)
         : WorkingState.of(decoded.state, 1, expect.stateDigest);
+      checkBudget(working.extent, this.budget, what);
       return { ...decoded, working };
     }
     return this.#readRoot(tenant, stream, decoded.root, expect);
@@ -237,10 +252,20 @@ export class StateStore {
     root: StateRootRef,
     expect: { seq: number; stateDigest: string; digestVersion: DigestVersion },
   ) {
+    // Measured from its chunks before it is built: a state over the budget is refused here.
+    const fetched = new Map<string, Uint8Array>();
+    const extent = await measureValue(root.digest, yielding(this.chunks.source(tenant, fetched)), {
+      budget: this.budget,
+      what: `the state at seq ${expect.seq}`,
+      seq: Math.max(1, expect.seq),
+      canonical: false,
+    });
+    this.chunks.remember(tenant, fetched);
+    fetched.clear();
     const read = await this.snapshots.readRoot(tenant, stream, root, expect);
     const working =
       expect.digestVersion === 2
-        ? WorkingState.ofTree(read.tree)
+        ? WorkingState.ofTree(read.tree, extent)
         : WorkingState.of(read.state, 1, expect.stateDigest);
     return { state: read.state, working };
   }
@@ -418,11 +443,22 @@ export class StateStore {
         digest,
       );
     }
-    // Values set by ref come from the tenant's chunks, verified (a missing one is tampering).
-    const ops = hasRefs(payload.ops)
-      ? await this.values.resolve(tenant, payload.ops, { seq: event.seq })
-      : payload.ops;
-    const next = state.apply(ops);
+    // Values set by ref come from the tenant's chunks, verified (a missing one is tampering),
+    // measured first against the budget with the state they go into.
+    const what = `the state at seq ${event.seq}`;
+    const refs = hasRefs(payload.ops)
+      ? await this.values.readRefs(
+          tenant,
+          payload.ops,
+          await this.values.measureRefs(tenant, payload.ops, {
+            budget: this.budget,
+            held: state.extent,
+            seq: event.seq,
+          }),
+        )
+      : undefined;
+    const next = state.apply(payload.ops, refs);
+    checkBudget(next.extent, this.budget, what);
     if (next.digest !== payload.stateDigest) {
       throw new DivergenceError(
         `state after seq ${event.seq} does not match its recorded digest`,
