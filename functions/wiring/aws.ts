@@ -13,6 +13,7 @@ import type { KeyRing } from '../../shared/ports/signer.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings } from './compaction.js';
+import { workLedgerSettings } from './work.js';
 
 /**
  * Wiring of the Lambda entry: settings -> S3 and DynamoDB clients -> adapters -> services
@@ -38,6 +39,7 @@ export const createAwsApp = (
       ...(signing ? { signing } : {}),
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
+      ...workLedgerSettings(settings),
       onSnapshotError: (err) =>
         logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },

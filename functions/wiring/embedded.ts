@@ -21,6 +21,7 @@ import type { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
+import { workLedgerSettings } from './work.js';
 
 export interface Embedded {
   app: OpenAPIHono<AppEnv>;
@@ -88,6 +89,7 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
       ...(hooks.crash ? { crash: hooks.crash } : {}),
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
+      ...workLedgerSettings(settings),
       onSnapshotError: (err) =>
         logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },

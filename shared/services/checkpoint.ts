@@ -20,7 +20,14 @@ import {
   emptyStateDigest,
   NEW_STREAM_DIGEST_VERSION,
 } from '../domain/state-digest.js';
-import { checkBudget, countNodes, type Extent, NO_EXTENT, plus } from '../domain/state-v2/index.js';
+import {
+  checkBudget,
+  countNodes,
+  type Extent,
+  memoryOf,
+  NO_EXTENT,
+  plus,
+} from '../domain/state-v2/index.js';
 import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
 import type { AppendResponse } from './layout.js';
@@ -109,22 +116,22 @@ export interface ForkResult {
  * place) and put back only after a successful commit. A v2 entry keeps its Merkle tree (the
  * hash of every node), so the next checkpoint re-hashes only the paths its ops touch.
  *
- * Bounded by entries and by the logical size of what it holds (JSON values and canonical
- * bytes, the work budget's units): part of the process's memory ceiling (docs/state-v2.md,
+ * Bounded by entries and by the memory its states take (memoryOf their logical extent: JSON
+ * values and canonical bytes): part of the process's memory ceiling (docs/state-v2.md,
  * "Limits"). A state larger than the whole cache is not kept.
  */
 export class StateCache {
-  readonly #entries = new Map<string, { digest: string; state: WorkingState; extent: Extent }>();
-  #held: Extent = { nodes: 0, bytes: 0 };
+  readonly #entries = new Map<string, { digest: string; state: WorkingState; memory: number }>();
+  #held = 0;
 
   constructor(
     readonly maxEntries = 256,
-    readonly max: Extent = { nodes: 1_000_000, bytes: 128 * 1024 * 1024 },
+    readonly maxMemory = 256 * 1024 * 1024,
   ) {}
 
-  /** What the entries hold now. */
-  get held(): Extent {
-    return { ...this.#held };
+  /** Memory the entries take now (memoryOf their extents). */
+  get held(): number {
+    return this.#held;
   }
 
   take(tenant: string, stream: string, digest: string): WorkingState | undefined {
@@ -146,16 +153,12 @@ export class StateCache {
   put(tenant: string, stream: string, digest: string, state: WorkingState): void {
     const key = `${tenant}\u0000${stream}`;
     this.#drop(key);
-    const extent = state.extent;
-    if (extent.nodes > this.max.nodes || extent.bytes > this.max.bytes) return;
-    this.#entries.set(key, { digest, state, extent });
-    this.#held = plus(this.#held, extent);
+    const memory = memoryOf(state.extent);
+    if (memory > this.maxMemory) return;
+    this.#entries.set(key, { digest, state, memory });
+    this.#held += memory;
     for (const oldest of this.#entries.keys()) {
-      const over =
-        this.#entries.size > this.maxEntries ||
-        this.#held.nodes > this.max.nodes ||
-        this.#held.bytes > this.max.bytes;
-      if (!over) break;
+      if (this.#entries.size <= this.maxEntries && this.#held <= this.maxMemory) break;
       this.#drop(oldest);
     }
   }
@@ -164,10 +167,7 @@ export class StateCache {
     const entry = this.#entries.get(key);
     if (!entry) return;
     this.#entries.delete(key);
-    this.#held = {
-      nodes: this.#held.nodes - entry.extent.nodes,
-      bytes: this.#held.bytes - entry.extent.bytes,
-    };
+    this.#held -= entry.memory;
   }
 }
 

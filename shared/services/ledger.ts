@@ -38,7 +38,7 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps | 'signer'> & 
   stateCache?: StateCache;
 } & Pick<
     StateStoreOptions,
-    'snapshotEncoding' | 'snapshotCrash' | 'chunks' | 'maxValueBytes' | 'budget'
+    'snapshotEncoding' | 'snapshotCrash' | 'chunks' | 'maxValueBytes' | 'budget' | 'chunkCacheBytes'
   >;
 
 /**
@@ -74,6 +74,7 @@ export class Ledger {
       chunks,
       maxValueBytes,
       budget,
+      chunkCacheBytes,
       stateCache,
       signing,
       ...append
@@ -92,6 +93,7 @@ export class Ledger {
       chunks,
       maxValueBytes,
       budget,
+      chunkCacheBytes,
     });
     this.labels = new CheckpointLabels(deps.records);
     this.pendingWrites = new PendingWrites({ ...deps, reader: this.reader });

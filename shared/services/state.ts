@@ -29,7 +29,7 @@ import {
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
-import { ChunkStore } from './chunk-store.js';
+import { ChunkCache, ChunkStore } from './chunk-store.js';
 import {
   baseDueKey,
   SNAPSHOT_INDEX_PREFIX,
@@ -108,12 +108,17 @@ export interface StateStoreOptions {
   maxValueBytes?: number;
   /** What one request may materialise (docs/state-v2.md, "Limits"). */
   budget?: WorkBudget;
+  /** Bytes of verified chunks kept in memory when no `chunks` is given. Default 64 MiB. */
+  chunkCacheBytes?: number;
   /** Test hook: throw from it to die after a step of a snapshot v2 write. */
   snapshotCrash?: SnapshotCrashHook;
 }
 
 type Options = Required<
-  Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes' | 'budget'>
+  Omit<
+    StateStoreOptions,
+    'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes' | 'budget' | 'chunkCacheBytes'
+  >
 >;
 
 export class StateStore {
@@ -134,7 +139,13 @@ export class StateStore {
     };
     const chunks =
       options.chunks ??
-      new ChunkStore({ ...options, clock: options.clock ?? { now: () => Date.now() } });
+      new ChunkStore({
+        ...options,
+        clock: options.clock ?? { now: () => Date.now() },
+        ...(options.chunkCacheBytes === undefined
+          ? {}
+          : { cache: new ChunkCache(options.chunkCacheBytes) }),
+      });
     this.snapshots = new ChunkSnapshots(
       chunks,
       options.objects,

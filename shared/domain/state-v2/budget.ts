@@ -29,6 +29,16 @@ export const DEFAULT_WORK_BUDGET: WorkBudget = {
   maxBytes: 80 * 1024 * 1024,
 };
 
+/**
+ * Heap a materialised state of `extent` takes, on the generous side. Measured (node 20,
+ * bench/work-budgets.ts and the issue's figures): 170-340 bytes per JSON value (its object
+ * and its tree node), 1.2 bytes per byte of long strings, plus the chunks a read holds.
+ */
+export const MEMORY_PER_NODE = 320;
+export const MEMORY_PER_BYTE = 2;
+export const memoryOf = (extent: Extent): number =>
+  extent.nodes * MEMORY_PER_NODE + extent.bytes * MEMORY_PER_BYTE;
+
 export const NO_EXTENT: Extent = { nodes: 0, bytes: 0 };
 
 export const plus = (a: Extent, b: Extent): Extent => ({

@@ -9,6 +9,7 @@ export {
   countNodes,
   DEFAULT_WORK_BUDGET,
   type Extent,
+  memoryOf,
   NO_EXTENT,
   plus,
   type WorkBudget,
