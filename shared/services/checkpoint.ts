@@ -244,19 +244,28 @@ export class Checkpointer {
       throw err;
     }
     if (outcome.replayed) return this.#replayed(outcome.response);
-    cache.put(req.tenant, req.stream, stateDigest, next);
     if (outcome.deltas !== undefined && outcome.deltas % states.snapshotEvery === 0) {
+      // From the tree itself (v2): no serializing the state, and the values set by ref are
+      // chunks already stored (seen under `measured.gen`), so the base writes only the rest.
+      // Before the cache holds the tree, so no other checkpoint changes it meanwhile.
+      const stored =
+        measured?.gen !== undefined && measured.gen % 2 === 0
+          ? { gen: measured.gen, hashes: new Set(measured.byHash.keys()) }
+          : undefined;
       await states
         .writeSnapshot(req.tenant, req.stream, {
           seq: outcome.response.lastSeq,
           hash: outcome.response.head.hash,
           stateDigest,
-          stateJson: next.json(),
+          stateJson: next.tree ? '' : next.json(),
+          ...(next.tree ? { tree: next.tree } : {}),
           deltas: outcome.deltas,
           digestVersion: next.version,
+          ...(stored ? { stored } : {}),
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
+    cache.put(req.tenant, req.stream, stateDigest, next);
     const { treeHead } = outcome.response;
     return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead };
   }

@@ -23,13 +23,14 @@ import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
 import {
   checkBudget,
   DEFAULT_WORK_BUDGET,
+  type MerkleState,
   measureValue,
   type WorkBudget,
 } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
-import { ChunkCache, ChunkStore } from './chunk-store.js';
+import { ChunkCache, ChunkStore, type StoredKnowledge } from './chunk-store.js';
 import {
   baseDueKey,
   SNAPSHOT_INDEX_PREFIX,
@@ -38,9 +39,10 @@ import {
   streamPk,
   toSnapshotIndex,
 } from './layout.js';
+import { yielding } from './loop-turns.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
-import { hasRefs, ValueStore, yielding } from './values.js';
+import { hasRefs, ValueStore } from './values.js';
 import { WorkingState } from './working-state.js';
 
 /**
@@ -87,8 +89,10 @@ export interface SnapshotAt {
   seq: number;
   hash: string;
   stateDigest: string;
-  /** The state's RFC 8785 canonical JSON. */
+  /** The state's RFC 8785 canonical JSON (may be '' when `tree` is given). */
   stateJson: string;
+  /** v2: the state's tree, written as chunks without serializing it. */
+  tree?: MerkleState;
   /** The stream's digest version (absent: 1). */
   digestVersion?: DigestVersion;
 }
@@ -180,7 +184,7 @@ export class StateStore {
         stateDigest: at.stateDigest,
         ...(at.digestVersion === 2 ? { digestVersion: 2 as const } : {}),
       },
-      at.stateJson,
+      at.stateJson === '' && at.tree ? canonicalJson(at.tree.state) : at.stateJson,
     );
     await this.#o.objects.putIfAbsent(key, body);
     return key;
@@ -194,11 +198,11 @@ export class StateStore {
   async writeSnapshot(
     tenant: string,
     stream: string,
-    at: SnapshotAt & { deltas?: number },
+    at: SnapshotAt & { deltas?: number; stored?: StoredKnowledge },
   ): Promise<string> {
     if (this.#o.snapshotEncoding === 'chunks') {
-      const { stateJson, ...rest } = at;
-      const state = JSON.parse(stateJson) as JsonObject;
+      const { stateJson, tree, ...rest } = at;
+      const state = tree ?? (JSON.parse(stateJson) as JsonObject);
       return (await this.snapshots.writeBase(tenant, stream, { ...rest, state })).key;
     }
     const key = await this.writeSnapshotObject(tenant, stream, at);

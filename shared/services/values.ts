@@ -26,6 +26,7 @@ import {
 } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import { type ChunkStore, chunkKey } from './chunk-store.js';
+import { loopTurns, yielding } from './loop-turns.js';
 
 /**
  * Large values (docs/state-v2.md, "Large values"): a value up to `maxValueBytes` (64 MiB by
@@ -155,7 +156,7 @@ export class ValueStore {
       if (!isRef(op) || values.has(op.ref.hash)) continue;
       const { hash, size } = op.ref;
       const resolved = await this.#asOp(i, measured.client, () =>
-        readValue(hash, source, { seq: measured.seq }),
+        readValue(hash, source, { seq: measured.seq, pause: loopTurns() }),
       );
       if (resolved.node.size !== size) {
         throw new InvalidInputError(
@@ -254,19 +255,3 @@ const missingChunk =
       { chunk },
     );
   };
-
-/**
- * A source that gives the event loop a turn every YIELD_MS: chunks served from memory
- * resolve at once, and a tree of thousands of them would otherwise be read in one turn.
- */
-const YIELD_MS = 10;
-export const yielding = (source: ChunkSource): ChunkSource => {
-  let since = performance.now();
-  return async (hash) => {
-    if (performance.now() - since > YIELD_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      since = performance.now();
-    }
-    return source(hash);
-  };
-};

@@ -28,6 +28,9 @@ import { type ContainerKind, Kind, type ObjectEntry, type VNode } from './types.
  * (`boundedSource`) to bound the requests in flight.
  */
 
+/** Entries of a container decoded between two `pause` calls. */
+const PAUSE_EVERY = 256;
+
 /** A leaf node from its canonical JSON (checked canonical unless trusted) and its hash. */
 export const leafOf = (ctx: Context, jcs: Uint8Array, hash: Buffer): VNode => {
   const size = jcs.length;
@@ -131,13 +134,20 @@ const decodeContainer = async (
   const kind = parsed.tag === TAG.arrayRoot ? Kind.Array : Kind.Object;
   const slots = await slotsOf(ctx, parsed, kind === Kind.Array ? TAG.arrayPage : TAG.objectPage);
   if (slots.length !== parsed.count) bad('a container holds another count of entries');
-  const children = await Promise.all(
-    slots.map((slot) => {
-      if (slot.inline === undefined) return decodeNode(ctx, slot.hash, depth + 1, false);
+  const pending: Array<VNode | Promise<VNode>> = [];
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as Slot;
+    if (slot.inline === undefined) {
+      const child = decodeNode(ctx, slot.hash, depth + 1, false);
+      child.catch(() => {}); // rejected while pausing: still thrown by Promise.all below
+      pending.push(child);
+    } else {
       if (slot.inline.length > INLINE_MAX) bad('an inline leaf is too large');
-      return leafOf(ctx, slot.inline, slot.hash);
-    }),
-  );
+      pending.push(leafOf(ctx, slot.inline, slot.hash));
+    }
+    if (ctx.pause && i % PAUSE_EVERY === PAUSE_EVERY - 1) await ctx.pause();
+  }
+  const children = await Promise.all(pending);
   const node = assembleContainer(kind, slots, children);
   if (node.size <= INLINE_MAX) bad('a small container is stored as a node');
   if (!node.hash.equals(hash)) bad('a container is not paged canonically');
