@@ -21,6 +21,7 @@ import {
 } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
 import {
+  boundedSource,
   checkBudget,
   DEFAULT_WORK_BUDGET,
   type MerkleState,
@@ -269,7 +270,8 @@ export class StateStore {
   ) {
     // Measured from its chunks before it is built: a state over the budget is refused here.
     const fetched = new Map<string, Uint8Array>();
-    const extent = await measureValue(root.digest, yielding(this.chunks.source(tenant, fetched)), {
+    const source = boundedSource(this.chunks.source(tenant, fetched), this.chunks.concurrency);
+    const extent = await measureValue(root.digest, yielding(source), {
       budget: this.budget,
       what: `the state at seq ${expect.seq}`,
       seq: Math.max(1, expect.seq),
