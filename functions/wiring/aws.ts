@@ -15,6 +15,7 @@ import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { checkSigningKeys } from '../../shared/services/signing-keys.js';
 import { compactionLedgerSettings } from './compaction.js';
+import { workLedgerSettings } from './work.js';
 
 /**
  * Wiring of the Lambda entry: settings -> S3 and DynamoDB clients -> adapters -> services
@@ -63,6 +64,7 @@ export const createAwsApp = (
       ...(signing ? { signing } : {}),
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
+      ...workLedgerSettings(settings),
       onSnapshotError: (err) =>
         logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },

@@ -9,6 +9,7 @@ import { systemClock } from '../../shared/ports/clock.js';
 import type { Compactor } from '../../shared/services/compactor.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
+import { workLedgerSettings } from './work.js';
 
 /**
  * Wiring of the compactor Lambda: settings -> S3 and DynamoDB clients -> adapters -> ledger
@@ -26,7 +27,11 @@ export const createAwsCompactor = (
   const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
   const ledger = new Ledger(
     { objects, records, clock },
-    { snapshotEvery: settings.snapshotEvery, ...compactionLedgerSettings(settings) },
+    {
+      snapshotEvery: settings.snapshotEvery,
+      ...compactionLedgerSettings(settings),
+      ...workLedgerSettings(settings),
+    },
   );
   // The witness bucket (Object Lock, compliance mode; never the data bucket): the stack sets
   // HEFESTO_WITNESS_BUCKET for the compactor function alone.

@@ -22,6 +22,7 @@ import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { checkSigningKeys } from '../../shared/services/signing-keys.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
+import { workLedgerSettings } from './work.js';
 
 export interface Embedded {
   app: OpenAPIHono<AppEnv>;
@@ -99,6 +100,7 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
       ...(hooks.crash ? { crash: hooks.crash } : {}),
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),
+      ...workLedgerSettings(settings),
       onSnapshotError: (err) =>
         logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },

@@ -20,6 +20,7 @@ import type { WitnessStore } from '../../shared/ports/witness-store.js';
 import type { CompactionReport } from '../../shared/services/compactor.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings, createCompactor, runAndLog } from './compaction.js';
+import { workLedgerSettings } from './work.js';
 
 /**
  * One compaction pass now, from the command line (`npx tsx scripts/compact.ts`, and the CLI's
@@ -39,7 +40,11 @@ export const runCompaction = async (
   try {
     const ledger = new Ledger(
       { objects: stores.objects, records: stores.records, clock },
-      { snapshotEvery: settings.snapshotEvery, ...compactionLedgerSettings(settings) },
+      {
+        snapshotEvery: settings.snapshotEvery,
+        ...compactionLedgerSettings(settings),
+        ...workLedgerSettings(settings),
+      },
     );
     const compactor = createCompactor(
       {

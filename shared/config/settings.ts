@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../domain/errors.js';
+import { memoryOf } from '../domain/state-v2/budget.js';
 import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
 
 /**
@@ -31,6 +32,17 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | HEFESTO_WITNESS_BUCKET      | (none)       | AWS: Object Lock bucket of the witness    |
  * | HEFESTO_SIGNING_SECRET      | (none)       | AWS: secret holding the signing key seed  |
  * | HEFESTO_SIGNING_KEY_IDS     | (none)       | AWS: the valid signing key ids, k1,k2,... |
+ * | HEFESTO_MAX_STATE_NODES     | 500000       | JSON values one request may materialise   |
+ * | HEFESTO_MAX_STATE_BYTES     | 83886080     | canonical bytes of the same (80 MiB)      |
+ * | HEFESTO_MEMORY_MIB          | 1024         | process memory ceiling the caches and one |
+ * |                             |              | request's budget must fit (on Lambda: the |
+ * |                             |              | function's AWS_LAMBDA_FUNCTION_MEMORY_SIZE)|
+ *
+ * The memory ceiling (docs/state-v2.md, "Limits"): a fixed reserve for the runtime, the chunk
+ * cache (1/16 of it), the warm-state cache (1/4, counted by the memory its states' extents
+ * take: state-v2/budget.ts memoryOf), and what one
+ * request at its budget holds must add up to at most HEFESTO_MEMORY_MIB, or the process does
+ * not start.
  */
 
 export type Env = Record<string, string | undefined>;
@@ -57,7 +69,21 @@ export interface Settings {
    * of them and each must be in its ring, checked at cold start. Empty: no pin.
    */
   signingKeyIds: string[];
+  work: WorkSettings;
 }
+
+/** Work budgets and the memory ceiling they fit (docs/state-v2.md, "Limits"). */
+export interface WorkSettings {
+  /** What one request may materialise: JSON values and canonical bytes. */
+  budget: { maxNodes: number; maxBytes: number };
+  memoryMiB: number;
+  chunkCacheBytes: number;
+  /** Memory the warm-state cache may take, by its states' extents (memoryOf). */
+  stateCacheBytes: number;
+}
+
+/** Runtime, code, sockets and buffers: what the process takes before any state. */
+export const RUNTIME_RESERVE_MIB = 160;
 
 export interface CompactionSettings {
   /** Embedded server: run the compactor every this many ms; 0 = never. */
@@ -139,7 +165,40 @@ const EnvSchema = z.object({
       .regex(/^[\w.-]+(,[\w.-]+)*$/, 'must be key ids separated by commas')
       .optional(),
   ),
+  HEFESTO_MAX_STATE_NODES: integer(1000, 100_000_000, 500_000),
+  HEFESTO_MAX_STATE_BYTES: integer(1024 * 1024, 16 * 1024 * 1024 * 1024, 80 * 1024 * 1024),
+  HEFESTO_MEMORY_MIB: z.preprocess(
+    unset,
+    z.string().regex(/^\d+$/, 'must be a whole number').optional(),
+  ),
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: z.preprocess(unset, z.string().optional()),
 });
+
+const MIB = 1024 * 1024;
+
+/** The ceiling's parts, or the problem that they do not fit. */
+const workSettings = (e: z.infer<typeof EnvSchema>): WorkSettings | string => {
+  const memoryMiB = Number(e.HEFESTO_MEMORY_MIB ?? e.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? 1024);
+  if (!Number.isSafeInteger(memoryMiB) || memoryMiB < 256 || memoryMiB > 1024 * 1024) {
+    return 'HEFESTO_MEMORY_MIB: must be a whole number of MiB from 256';
+  }
+  const budget = { maxNodes: e.HEFESTO_MAX_STATE_NODES, maxBytes: e.HEFESTO_MAX_STATE_BYTES };
+  const work = {
+    budget,
+    memoryMiB,
+    chunkCacheBytes: Math.floor((memoryMiB * MIB) / 16),
+    stateCacheBytes: Math.floor((memoryMiB * MIB) / 4),
+  };
+  const total =
+    RUNTIME_RESERVE_MIB * MIB +
+    work.chunkCacheBytes +
+    work.stateCacheBytes +
+    memoryOf({ nodes: budget.maxNodes, bytes: budget.maxBytes });
+  if (total > memoryMiB * MIB) {
+    return `HEFESTO_MAX_STATE_NODES / HEFESTO_MAX_STATE_BYTES: one request at this budget needs about ${Math.ceil(memoryOf({ nodes: budget.maxNodes, bytes: budget.maxBytes }) / MIB)} MiB, more than HEFESTO_MEMORY_MIB=${memoryMiB} leaves beside the runtime and the caches (${Math.ceil((memoryMiB * MIB - (total - memoryOf({ nodes: budget.maxNodes, bytes: budget.maxBytes }))) / MIB)} MiB)`;
+  }
+  return work;
+};
 
 const fail = (problems: string[]): never => {
   throw new InvalidInputError(`invalid settings:\n  ${problems.join('\n  ')}`);
@@ -155,6 +214,8 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
   }
   if (!result.success || problems.length > 0) return fail(problems);
   const e = result.data;
+  const work = workSettings(e);
+  if (typeof work === 'string') return fail([work]);
   return {
     port: e.PORT,
     dataDir: e.HEFESTO_DATA_DIR,
@@ -182,6 +243,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     witnessBucket: e.HEFESTO_WITNESS_BUCKET,
     signingSecret: e.HEFESTO_SIGNING_SECRET,
     signingKeyIds: e.HEFESTO_SIGNING_KEY_IDS?.split(',') ?? [],
+    work,
   };
 };
 

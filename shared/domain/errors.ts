@@ -153,10 +153,13 @@ export class DivergenceError extends HefestoError {
 /** Delta operations that cannot apply to the state (missing path, set under a non-object). */
 export class InvalidDeltaError extends HefestoError {
   readonly opIndex: number;
+  /** A chunk the op's `ref` names that is not stored under the tenant (upload it first). */
+  readonly chunk: string | undefined;
 
-  constructor(opIndex: number, message: string) {
+  constructor(opIndex: number, message: string, options?: { chunk?: string }) {
     super('ErrInvalidDelta', `op ${opIndex}: ${message}`);
     this.opIndex = opIndex;
+    this.chunk = options?.chunk;
   }
 }
 
@@ -235,9 +238,23 @@ export class IdempotencyInProgressError extends HefestoError {
   }
 }
 
+/**
+ * A work budget a request would exceed (docs/state-v2.md, "Limits"): `nodes` (JSON values)
+ * or `bytes` (canonical JSON) that one request may materialise, with the limit and what the
+ * request would need (at least).
+ */
+export interface BudgetOverrun {
+  budget: 'stateNodes' | 'stateBytes';
+  limit: number;
+  needed: number;
+}
+
 export class PayloadTooLargeError extends HefestoError {
-  constructor(message: string) {
+  readonly overrun: BudgetOverrun | undefined;
+
+  constructor(message: string, overrun?: BudgetOverrun) {
     super('ErrPayloadTooLarge', message);
+    this.overrun = overrun;
   }
 }
 

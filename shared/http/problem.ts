@@ -80,7 +80,10 @@ const extrasOf = (err: HefestoError): Record<string, unknown> => {
     return { seq: err.current.seq, stateDigest: err.current.stateDigest };
   }
   if (err instanceof DivergenceError && err.seq !== undefined) return { seq: err.seq };
-  if (err instanceof InvalidDeltaError) return { opIndex: err.opIndex };
+  if (err instanceof InvalidDeltaError) {
+    return { opIndex: err.opIndex, ...(err.chunk === undefined ? {} : { chunk: err.chunk }) };
+  }
+  if (err instanceof PayloadTooLargeError && err.overrun) return { ...err.overrun };
   if (err instanceof PrunedError) return { prunedSeq: err.prunedSeq };
   if (err instanceof IdempotencyInProgressError) {
     return { retryAfterSeconds: retryAfterSeconds(err.retryAfterMs) };

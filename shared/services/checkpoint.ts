@@ -20,6 +20,14 @@ import {
   emptyStateDigest,
   NEW_STREAM_DIGEST_VERSION,
 } from '../domain/state-digest.js';
+import {
+  checkBudget,
+  countNodes,
+  type Extent,
+  memoryOf,
+  NO_EXTENT,
+  plus,
+} from '../domain/state-v2/index.js';
 import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
 import type { AppendResponse } from './layout.js';
@@ -111,16 +119,29 @@ export interface ForkResult {
  * not hydrate before every checkpoint. Entries are taken out while in use (ops apply in
  * place) and put back only after a successful commit. A v2 entry keeps its Merkle tree (the
  * hash of every node), so the next checkpoint re-hashes only the paths its ops touch.
+ *
+ * Bounded by entries and by the memory its states take (memoryOf their logical extent: JSON
+ * values and canonical bytes): part of the process's memory ceiling (docs/state-v2.md,
+ * "Limits"). A state larger than the whole cache is not kept.
  */
 export class StateCache {
-  readonly #entries = new Map<string, { digest: string; state: WorkingState }>();
+  readonly #entries = new Map<string, { digest: string; state: WorkingState; memory: number }>();
+  #held = 0;
 
-  constructor(readonly maxEntries = 256) {}
+  constructor(
+    readonly maxEntries = 256,
+    readonly maxMemory = 256 * 1024 * 1024,
+  ) {}
+
+  /** Memory the entries take now (memoryOf their extents). */
+  get held(): number {
+    return this.#held;
+  }
 
   take(tenant: string, stream: string, digest: string): WorkingState | undefined {
     const key = `${tenant}\u0000${stream}`;
     const entry = this.#entries.get(key);
-    this.#entries.delete(key);
+    this.#drop(key);
     return entry?.digest === digest ? entry.state : undefined;
   }
 
@@ -135,12 +156,22 @@ export class StateCache {
 
   put(tenant: string, stream: string, digest: string, state: WorkingState): void {
     const key = `${tenant}\u0000${stream}`;
-    this.#entries.delete(key);
-    this.#entries.set(key, { digest, state });
-    if (this.#entries.size > this.maxEntries) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
+    this.#drop(key);
+    const memory = memoryOf(state.extent);
+    if (memory > this.maxMemory) return;
+    this.#entries.set(key, { digest, state, memory });
+    this.#held += memory;
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.maxEntries && this.#held <= this.maxMemory) break;
+      this.#drop(oldest);
     }
+  }
+
+  #drop(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    this.#held -= entry.memory;
   }
 }
 
@@ -181,40 +212,67 @@ export class Checkpointer {
       throw new LabelExistsError(req.label);
     }
     const linear = req.baseSeq === undefined || req.baseSeq === head.stateSeq;
+    // Values set by ref are measured from their chunks first (their logical size, against the
+    // work budget), so a value that would not fit is refused before any state is built.
+    const { budget } = states;
+    const measured = hasRefs(req.ops)
+      ? await states.values.measureRefs(req.tenant, req.ops, { budget, client: true })
+      : undefined;
     const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
-    // Values set by ref: read from the tenant's chunks, held by the stream before the commit.
-    const ops = hasRefs(req.ops)
-      ? await states.values.resolve(req.tenant, req.ops, { hold: req.stream })
-      : req.ops;
-    const next = from.state.apply(ops);
+    // The state and everything the ops set are held at once while the ops apply.
+    checkBudget(
+      plus(plus(from.state.extent, measured?.extent ?? NO_EXTENT), inlineExtent(req.ops)),
+      budget,
+      'the state with the values this checkpoint sets',
+    );
+    const refs = measured ? await states.values.readRefs(req.tenant, req.ops, measured) : undefined;
+    const next = from.state.apply(req.ops, refs);
     const stateDigest = next.digest;
     if (req.stateDigest !== undefined && req.stateDigest !== stateDigest) {
       throw new DivergenceError('stateDigest is not what the ops yield', head.seq + 1, stateDigest);
     }
     const payload = this.#payload(req, stateDigest, from.depth, linear ? head.deltas + 1 : 0);
-    const outcome = await appender.append({
-      ...base,
-      events: [{ type: DELTA_EVENT, payload: payload as never }],
-      expectedStateDigest: linear ? req.baseDigest : undefined,
-      knownHead: head,
-      incarnation: req.incarnation,
-      fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
-    });
+    // The stream's references to its values, only now that the checkpoint is known good, and
+    // taken back if its commit does not happen (values.ts hold).
+    const held = measured ? await states.values.hold(req.tenant, req.stream, measured) : undefined;
+    let outcome: Awaited<ReturnType<Appender['append']>>;
+    try {
+      outcome = await appender.append({
+        ...base,
+        events: [{ type: DELTA_EVENT, payload: payload as never }],
+        expectedStateDigest: linear ? req.baseDigest : undefined,
+        knownHead: head,
+        incarnation: req.incarnation,
+        fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
+      });
+    } catch (err) {
+      await held?.release();
+      throw err;
+    }
     if (outcome.replayed) return this.#replayed(outcome.response);
-    cache.put(req.tenant, req.stream, stateDigest, next);
     if (outcome.deltas !== undefined && outcome.deltas % states.snapshotEvery === 0) {
+      // From the tree itself (v2): no serializing the state, and the values set by ref are
+      // chunks already stored (seen under `measured.gen`), so the base writes only the rest.
+      // Before the cache holds the tree, so no other checkpoint changes it meanwhile.
+      const stored =
+        measured?.gen !== undefined && measured.gen % 2 === 0
+          ? { gen: measured.gen, hashes: new Set(measured.byHash.keys()) }
+          : undefined;
       await states
         .writeSnapshot(req.tenant, req.stream, {
           seq: outcome.response.lastSeq,
           hash: outcome.response.head.hash,
           stateDigest,
-          stateJson: next.json(),
+          stateJson: next.tree ? '' : next.json(),
+          ...(next.tree ? { tree: next.tree } : {}),
           deltas: outcome.deltas,
           digestVersion: next.version,
           stateSeq: outcome.response.lastSeq,
+          ...(stored ? { stored } : {}),
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
+    cache.put(req.tenant, req.stream, stateDigest, next);
     const { treeHead, incarnation } = outcome.response;
     return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead, incarnation };
   }
@@ -366,3 +424,10 @@ export class Checkpointer {
     };
   }
 }
+
+/** JSON values the ops set inline (their bytes are bounded by the request body's limit). */
+const inlineExtent = (ops: readonly DeltaOp[]): Extent => {
+  let nodes = 0;
+  for (const op of ops) if (op.op === 'set' && 'value' in op) nodes += countNodes(op.value);
+  return { nodes, bytes: 0 };
+};

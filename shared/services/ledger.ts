@@ -3,7 +3,7 @@ import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { KeyRing } from '../ports/signer.js';
 import { Appender, type AppendOptions } from './append.js';
-import { Checkpointer } from './checkpoint.js';
+import { Checkpointer, type StateCache } from './checkpoint.js';
 import { Drainer } from './drain.js';
 import { EffectList } from './effect-list.js';
 import { EffectService } from './effects.js';
@@ -34,7 +34,12 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps | 'signer'> & 
   snapshotEvery?: number;
   /** Told when a base snapshot could not be written (the checkpoint still succeeds). */
   onSnapshotError?: (err: unknown) => void;
-} & Pick<StateStoreOptions, 'snapshotEncoding' | 'snapshotCrash' | 'chunks' | 'maxValueBytes'>;
+  /** The warm states' cache (its bounds are part of the memory ceiling). */
+  stateCache?: StateCache;
+} & Pick<
+    StateStoreOptions,
+    'snapshotEncoding' | 'snapshotCrash' | 'chunks' | 'maxValueBytes' | 'budget' | 'chunkCacheBytes'
+  >;
 
 /**
  * The ledger services over one pair of stores: appends, reads, verification (of the chain,
@@ -68,6 +73,9 @@ export class Ledger {
       snapshotCrash,
       chunks,
       maxValueBytes,
+      budget,
+      chunkCacheBytes,
+      stateCache,
       signing,
       ...append
     } = settings;
@@ -84,6 +92,8 @@ export class Ledger {
       snapshotCrash,
       chunks,
       maxValueBytes,
+      budget,
+      chunkCacheBytes,
     });
     this.labels = new CheckpointLabels(deps.records, this.reader);
     this.pendingWrites = new PendingWrites({
@@ -100,6 +110,7 @@ export class Ledger {
       reader: this.reader,
       labels: this.labels,
       onSnapshotError,
+      ...(stateCache ? { cache: stateCache } : {}),
     });
     this.retention = new Retention(deps);
     this.proofs = new ProofService({ ...deps, reader: this.reader, signing });

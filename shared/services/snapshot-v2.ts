@@ -15,6 +15,7 @@ import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { type ChunkStore, chunkRefsPk, refSk, type StoredKnowledge } from './chunk-store.js';
 import { baseDueKey, snapshotIndexKey } from './layout.js';
+import { loopTurns, yielding } from './loop-turns.js';
 
 /**
  * Snapshots v2 (docs/state-v2.md, "Snapshots v2 and chunk GC"): a base snapshot is the
@@ -82,10 +83,16 @@ export class ChunkSnapshots {
     holder: { stream: string; kind: 'base' | 'fork'; id: number },
     state: JsonObject | MerkleState,
     from: string = holder.stream,
+    stored?: StoredKnowledge,
   ): Promise<{ tree: MerkleState; root: StateRootRef; chunkBytes: number; count: number }> {
     const tree = state instanceof MerkleState ? state : MerkleState.of(state);
     const root = describeRoot(tree) as StateRootRef;
-    const known = this.known(tenant, from);
+    // `stored`: more chunks the caller saw stored (a checkpoint's values set by ref).
+    const own = this.known(tenant, from);
+    const known =
+      stored && own?.gen === stored.gen
+        ? { gen: own.gen, hashes: new Set([...own.hashes, ...stored.hashes]) }
+        : (stored ?? own);
     const ref = { ...holder, digest: root.digest };
     let gen = known ? await this.chunks.addRef(tenant, ref, known.gen) : undefined;
     const hashes = gen === undefined ? undefined : known?.hashes;
@@ -126,15 +133,18 @@ export class ChunkSnapshots {
       seq: number;
       hash: string;
       stateDigest: string;
-      state: JsonObject;
+      state: JsonObject | MerkleState;
       deltas?: number;
       /** The stream's digest version, kept on the index record (repair reads it there). */
       digestVersion?: 1 | 2;
       /** The last state-setting event at or before `seq` (state-binding.ts). */
       stateSeq?: number;
+      /** Chunks known stored (their subtrees are not written again). */
+      stored?: StoredKnowledge;
     },
   ): Promise<SnapshotWriteResult> {
-    const stored = await this.storeState(tenant, { stream, kind: 'base', id: at.seq }, at.state);
+    const holder = { stream, kind: 'base' as const, id: at.seq };
+    const stored = await this.storeState(tenant, holder, at.state, stream, at.stored);
     const key = snapshotKey(tenant, stream, at.seq, at.stateDigest);
     const body = encodeChunkSnapshot({
       tenant,
@@ -188,9 +198,10 @@ export class ChunkSnapshots {
     const source = boundedSource(this.chunks.source(tenant, fetched), this.chunks.concurrency);
     // Leaves need no canonical check: the state is checked whole against the stream's
     // verified digest right after, and the chunks' hashes and paging are checked anyway.
-    const tree = await readState(root.digest, source, {
+    const tree = await readState(root.digest, yielding(source), {
       seq: Math.max(1, expect.seq),
       canonical: false,
+      pause: loopTurns(),
     });
     const state = tree.state;
     const matches =

@@ -20,11 +20,19 @@ import {
   type JsonObject,
 } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf } from '../domain/state-digest.js';
+import {
+  boundedSource,
+  checkBudget,
+  DEFAULT_WORK_BUDGET,
+  type MerkleState,
+  measureValue,
+  type WorkBudget,
+} from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
-import { ChunkStore } from './chunk-store.js';
+import { ChunkCache, ChunkStore, type StoredKnowledge } from './chunk-store.js';
 import {
   baseDueKey,
   type HeadRecord,
@@ -35,6 +43,7 @@ import {
   streamPk,
   toSnapshotIndex,
 } from './layout.js';
+import { yielding } from './loop-turns.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
 import { bindBase, HeadStateCheck } from './state-binding.js';
@@ -90,8 +99,10 @@ export interface SnapshotAt {
   seq: number;
   hash: string;
   stateDigest: string;
-  /** The state's RFC 8785 canonical JSON. */
+  /** The state's RFC 8785 canonical JSON (may be '' when `tree` is given). */
   stateJson: string;
+  /** v2: the state's tree, written as chunks without serializing it. */
+  tree?: MerkleState;
   /** The stream's digest version (absent: 1). */
   digestVersion?: DigestVersion;
   /** The last state-setting event at or before `seq` (absent: unknown, a legacy floor). */
@@ -111,12 +122,19 @@ export interface StateStoreOptions {
   snapshotEncoding?: 'chunks' | 'jcs';
   /** Largest value a checkpoint may set by ref (docs/state-v2.md). Default 64 MiB. */
   maxValueBytes?: number;
+  /** What one request may materialise (docs/state-v2.md, "Limits"). */
+  budget?: WorkBudget;
+  /** Bytes of verified chunks kept in memory when no `chunks` is given. Default 64 MiB. */
+  chunkCacheBytes?: number;
   /** Test hook: throw from it to die after a step of a snapshot v2 write. */
   snapshotCrash?: SnapshotCrashHook;
 }
 
 type Options = Required<
-  Omit<StateStoreOptions, 'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes'>
+  Omit<
+    StateStoreOptions,
+    'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes' | 'budget' | 'chunkCacheBytes'
+  >
 >;
 
 export class StateStore {
@@ -127,8 +145,11 @@ export class StateStore {
   readonly values: ValueStore;
   /** The heads whose state digest was checked against the chain (state-binding.ts). */
   readonly headStates: HeadStateCheck;
+  /** What one request may materialise: a state and the values it sets, counted expanded. */
+  readonly budget: WorkBudget;
 
   constructor(options: StateStoreOptions) {
+    this.budget = options.budget ?? DEFAULT_WORK_BUDGET;
     this.#o = {
       ...options,
       snapshotEvery: options.snapshotEvery ?? 25,
@@ -136,7 +157,13 @@ export class StateStore {
     };
     const chunks =
       options.chunks ??
-      new ChunkStore({ ...options, clock: options.clock ?? { now: () => Date.now() } });
+      new ChunkStore({
+        ...options,
+        clock: options.clock ?? { now: () => Date.now() },
+        ...(options.chunkCacheBytes === undefined
+          ? {}
+          : { cache: new ChunkCache(options.chunkCacheBytes) }),
+      });
     this.snapshots = new ChunkSnapshots(
       chunks,
       options.objects,
@@ -173,7 +200,7 @@ export class StateStore {
         ...(at.digestVersion === 2 ? { digestVersion: 2 as const } : {}),
         ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
       },
-      at.stateJson,
+      at.stateJson === '' && at.tree ? canonicalJson(at.tree.state) : at.stateJson,
     );
     await this.#o.objects.putIfAbsent(key, body);
     return key;
@@ -187,11 +214,11 @@ export class StateStore {
   async writeSnapshot(
     tenant: string,
     stream: string,
-    at: SnapshotAt & { deltas?: number },
+    at: SnapshotAt & { deltas?: number; stored?: StoredKnowledge },
   ): Promise<string> {
     if (this.#o.snapshotEncoding === 'chunks') {
-      const { stateJson, ...rest } = at;
-      const state = JSON.parse(stateJson) as JsonObject;
+      const { stateJson, tree, ...rest } = at;
+      const state = tree ?? (JSON.parse(stateJson) as JsonObject);
       return (await this.snapshots.writeBase(tenant, stream, { ...rest, state })).key;
     }
     const key = await this.writeSnapshotObject(tenant, stream, at);
@@ -237,11 +264,15 @@ export class StateStore {
     const stored = await this.#o.objects.get(objectKey);
     if (!stored)
       throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
+    const what = `the state at seq ${expect.seq}`;
+    // A whole-JSON snapshot is about its state's size: checked before it is parsed.
+    checkBudget({ nodes: 0, bytes: stored.body.length - 1024 }, this.budget, what);
     const decoded = decodeAnySnapshot(stored.body, { tenant, stream, ...expect });
     if ('state' in decoded) {
       const working = decoded.merkle
         ? WorkingState.ofTree(decoded.merkle)
         : WorkingState.of(decoded.state, 1, expect.stateDigest);
+      checkBudget(working.extent, this.budget, what);
       return { ...decoded, working };
     }
     return this.#readRoot(tenant, stream, decoded.root, expect);
@@ -254,10 +285,21 @@ export class StateStore {
     root: StateRootRef,
     expect: { seq: number; stateDigest: string; digestVersion: DigestVersion },
   ) {
+    // Measured from its chunks before it is built: a state over the budget is refused here.
+    const fetched = new Map<string, Uint8Array>();
+    const source = boundedSource(this.chunks.source(tenant, fetched), this.chunks.concurrency);
+    const extent = await measureValue(root.digest, yielding(source), {
+      budget: this.budget,
+      what: `the state at seq ${expect.seq}`,
+      seq: Math.max(1, expect.seq),
+      canonical: false,
+    });
+    this.chunks.remember(tenant, fetched);
+    fetched.clear();
     const read = await this.snapshots.readRoot(tenant, stream, root, expect);
     const working =
       expect.digestVersion === 2
-        ? WorkingState.ofTree(read.tree)
+        ? WorkingState.ofTree(read.tree, extent)
         : WorkingState.of(read.state, 1, expect.stateDigest);
     return { state: read.state, working };
   }
@@ -483,11 +525,22 @@ export class StateStore {
         digest,
       );
     }
-    // Values set by ref come from the tenant's chunks, verified (a missing one is tampering).
-    const ops = hasRefs(payload.ops)
-      ? await this.values.resolve(tenant, payload.ops, { seq: event.seq })
-      : payload.ops;
-    const next = state.apply(ops);
+    // Values set by ref come from the tenant's chunks, verified (a missing one is tampering),
+    // measured first against the budget with the state they go into.
+    const what = `the state at seq ${event.seq}`;
+    const refs = hasRefs(payload.ops)
+      ? await this.values.readRefs(
+          tenant,
+          payload.ops,
+          await this.values.measureRefs(tenant, payload.ops, {
+            budget: this.budget,
+            held: state.extent,
+            seq: event.seq,
+          }),
+        )
+      : undefined;
+    const next = state.apply(payload.ops, refs);
+    checkBudget(next.extent, this.budget, what);
     if (next.digest !== payload.stateDigest) {
       throw new DivergenceError(
         `state after seq ${event.seq} does not match its recorded digest`,

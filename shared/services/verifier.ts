@@ -10,6 +10,7 @@ import {
 import { decodeAnySnapshot, type SnapshotExpectation } from '../domain/snapshot.js';
 import { DELTA_EVENT, type DeltaOp, FORK_EVENT, type ForkPayload } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf, emptyStateDigest } from '../domain/state-digest.js';
+import { DEFAULT_WORK_BUDGET } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
@@ -322,7 +323,11 @@ export class Verifier {
       ).events;
       const ops = (event?.payload as { ops?: DeltaOp[] } | undefined)?.ops ?? [];
       try {
-        await values.resolve(tenant, ops, { seq: delta.seq });
+        const measured = await values.measureRefs(tenant, ops, {
+          budget: DEFAULT_WORK_BUDGET,
+          seq: delta.seq,
+        });
+        await values.readRefs(tenant, ops, measured);
       } catch (err) {
         if (!(err instanceof TamperedLedgerError)) throw err;
         throw new TamperedObjectError(

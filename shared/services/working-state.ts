@@ -1,9 +1,25 @@
-import { canonicalJson } from '../domain/canonical.js';
+import { canonicalJson, type JsonValue } from '../domain/canonical.js';
+import { InvalidDeltaError } from '../domain/errors.js';
 import { sha256Hex } from '../domain/hashing.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../domain/state.js';
 import { type DigestVersion, emptyStateDigest } from '../domain/state-digest.js';
-import { MerkleState } from '../domain/state-v2/index.js';
+import {
+  type ChunkRef,
+  countNodes,
+  type Extent,
+  MerkleState,
+  NO_EXTENT,
+  type ResolveRef,
+  type StateOp,
+} from '../domain/state-v2/index.js';
 import { build } from '../domain/state-v2/node.js';
+import { splitPointer, valueAt } from '../domain/state-v2/pointer.js';
+
+/** Values set by ref, read from their chunks (values.ts readRefs), with their extents. */
+export interface RefValues {
+  resolve: ResolveRef;
+  extentOf(ref: ChunkRef): Extent;
+}
 
 /**
  * A stream's state while the service works on it (a checkpoint, a hydration), with what its
@@ -17,6 +33,10 @@ import { build } from '../domain/state-v2/node.js';
  *
  * Ops apply IN PLACE, as v1's applyOps does: a throw leaves the instance half-applied and the
  * caller discards it.
+ *
+ * `nodes` (JSON values) is kept up to date across ops, for the work budget (state-v2/budget.ts):
+ * each op adds the values it sets and takes away those it replaces or deletes (walking only
+ * them), so a checkpoint never walks the whole state to count it.
  */
 export class WorkingState {
   readonly version: DigestVersion;
@@ -25,6 +45,8 @@ export class WorkingState {
   /** v1: the canonical JSON and digest of the current state, when computed. */
   #jcs: string | undefined;
   #digest: string | undefined;
+  /** JSON values in the state; undefined until counted (one walk, on first use). */
+  #nodes: number | undefined;
 
   private constructor(
     version: DigestVersion,
@@ -37,6 +59,7 @@ export class WorkingState {
     this.#merkle = version === 2 ? (merkle ?? MerkleState.fromNode(build(state, 0)[0])) : undefined;
     this.#json = this.#merkle ? this.#merkle.state : state;
     this.#digest = version === 1 ? digest : undefined;
+    if (Object.keys(this.#json).length === 0) this.#nodes = 1;
   }
 
   /**
@@ -48,8 +71,10 @@ export class WorkingState {
   }
 
   /** A v2 working state over a tree already built (and verified) elsewhere. */
-  static ofTree(merkle: MerkleState): WorkingState {
-    return new WorkingState(2, merkle.state, undefined, merkle);
+  static ofTree(merkle: MerkleState, extent?: Extent): WorkingState {
+    const working = new WorkingState(2, merkle.state, undefined, merkle);
+    if (extent) working.#nodes = extent.nodes;
+    return working;
   }
 
   static empty(version: DigestVersion): WorkingState {
@@ -61,11 +86,47 @@ export class WorkingState {
     return this.#json;
   }
 
-  apply(ops: DeltaOp[]): this {
+  /** The logical size of the state: its JSON values and canonical bytes. */
+  get extent(): Extent {
+    this.#nodes ??= countNodes(this.#json);
+    const bytes = this.#merkle ? this.#merkle.size : Buffer.byteLength(this.json(), 'utf8');
+    return { nodes: this.#nodes, bytes };
+  }
+
+  /** Ops (values set by ref come from `refs`, each adopted by the first op naming it). */
+  apply(ops: DeltaOp[], refs?: RefValues): this {
     this.#jcs = undefined;
     this.#digest = undefined;
-    if (this.#merkle) this.#merkle.apply(ops);
-    else applyOps(this.#json, ops);
+    const counted = this.#nodes !== undefined;
+    let nodes = this.#nodes ?? 0;
+    const before = (op: StateOp) => {
+      if (!counted) return;
+      const segments = splitPointer(op.path);
+      const old = segments && segments.length > 0 ? valueAt(this.#json, segments) : undefined;
+      if (old !== undefined && !(op.op === 'set' && segments?.at(-1) === '-')) {
+        nodes -= countNodes(old);
+      }
+      if (op.op !== 'set') return;
+      nodes += 'ref' in op ? (refs?.extentOf(op.ref) ?? NO_EXTENT).nodes : countNodes(op.value);
+    };
+    // Once ops began to apply, the count is kept only if all of them did.
+    this.#nodes = undefined;
+    if (this.#merkle) this.#merkle.apply(ops as StateOp[], refs?.resolve, before);
+    else {
+      for (const [i, op] of ops.entries()) {
+        before(op as StateOp);
+        const plain = 'ref' in op ? valueOp(op as StateOp, refs) : op;
+        try {
+          applyOps(this.#json, [plain]);
+        } catch (err) {
+          if (err instanceof InvalidDeltaError) {
+            throw new InvalidDeltaError(i, err.message.replace(/^op 0: /, ''));
+          }
+          throw err;
+        }
+      }
+    }
+    if (counted) this.#nodes = nodes;
     return this;
   }
 
@@ -88,3 +149,15 @@ export class WorkingState {
     return this.#jcs;
   }
 }
+
+/** A v1 state's op setting a value by ref: the value itself (v1 keeps no tree). */
+const valueOp = (op: StateOp, refs: RefValues | undefined): DeltaOp => {
+  if (!('ref' in op)) return op as DeltaOp;
+  const resolved = refs?.resolve(op.ref);
+  if (!resolved) throw new InvalidDeltaError(0, `ref ${op.ref.hash} is not resolved`);
+  const value: JsonValue = resolved.taken
+    ? structuredClone(resolved.node.value)
+    : resolved.node.value;
+  resolved.taken = true;
+  return { op: 'set', path: op.path, value };
+};

@@ -73,9 +73,17 @@ describe.each(STORE_FACTORIES)('chunk routes on $name stores', (factory) => {
     expect((await putChunk(c.hash, new Uint8Array(2 * 1024 * 1024))).status).toBe(413);
     const reader = await h.newKey('acme', ['read']);
     expect((await putChunk(c.hash, c.bytes, reader)).status).toBe(403);
-    // A ref before its chunks are uploaded, and a set with both value and ref: 400, nothing written.
+    // A ref before its chunks are uploaded: 422 naming the op and the chunk; a set with both
+    // value and ref, or a size of 0: 400. Nothing written.
+    const early = await h.request('/v1/streams/doc/checkpoints', {
+      key,
+      body: { ops: [{ op: 'set', path: '/big', ref }], baseDigest: EMPTY_STATE_DIGEST_V2 },
+    });
+    expect(early.status).toBe(422);
+    const problem = await read<ProblemBody & { opIndex?: number; chunk?: string }>(early);
+    expect(problem).toMatchObject({ code: 'ErrInvalidDelta', opIndex: 0, chunk: ref.hash });
+    expect(problem.detail).not.toMatch(/tampered/);
     for (const op of [
-      { op: 'set', path: '/big', ref },
       { op: 'set', path: '/big', ref, value: 1 },
       { op: 'set', path: '/big', ref: { hash: ref.hash, size: 0 } },
     ]) {

@@ -29,7 +29,36 @@ describe('settings', () => {
           maxRunMs: 50_000,
         },
         retentionDays: 0,
+        work: {
+          budget: { maxNodes: 500_000, maxBytes: 80 * 1024 * 1024 },
+          memoryMiB: 1024,
+          chunkCacheBytes: 64 * 1024 * 1024,
+          stateCacheBytes: 256 * 1024 * 1024,
+        },
       });
+    });
+
+    it('sizes the work budget and the caches from the memory ceiling, or refuses to start', () => {
+      // On Lambda the function's memory is the ceiling unless HEFESTO_MEMORY_MIB says otherwise.
+      expect(parseSettings({ AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '2048' }).work).toMatchObject({
+        memoryMiB: 2048,
+        chunkCacheBytes: 128 * 1024 * 1024,
+        stateCacheBytes: 512 * 1024 * 1024,
+      });
+      expect(
+        parseSettings({
+          HEFESTO_MEMORY_MIB: '512',
+          HEFESTO_MAX_STATE_NODES: '100000',
+          HEFESTO_MAX_STATE_BYTES: '16777216',
+        }).work,
+      ).toMatchObject({ memoryMiB: 512, budget: { maxNodes: 100_000, maxBytes: 16_777_216 } });
+      // The default budget does not fit 512 MiB beside the runtime and the caches.
+      expect(() => parseSettings({ HEFESTO_MEMORY_MIB: '512' })).toThrow(
+        /HEFESTO_MAX_STATE_NODES[\s\S]*HEFESTO_MEMORY_MIB=512/,
+      );
+      expect(() => parseSettings({ HEFESTO_MAX_STATE_NODES: '1e6' })).toThrow(
+        /HEFESTO_MAX_STATE_NODES: must be a whole number/,
+      );
     });
 
     it('reads every variable, and treats empty ones as unset', () => {

@@ -94,12 +94,13 @@ describe.each(allStores.filter((f) => f.enabled))('large values on $name', (fact
   it('refuses a ref whose chunks were not uploaded, a wrong size, or a value over the limit', async () => {
     const value = bigValue();
     const { ref, chunks } = chunksOfValue(value as never);
-    // Every chunk but the root: the ref names a chunk that is not there.
+    // Every chunk but the root: the ref names a chunk that is not there (the caller's, 422).
     for (const c of chunks.slice(0, -1))
       await world.ledger.states.values.putChunk(T, c.hash, c.bytes);
-    await expect(checkpoint(world, 's', [refOp('/v', ref)])).rejects.toBeInstanceOf(
-      InvalidInputError,
-    );
+    await expect(checkpoint(world, 's', [refOp('/v', ref)])).rejects.toMatchObject({
+      code: 'ErrInvalidDelta',
+      chunk: ref.hash,
+    });
     const root = chunks.at(-1);
     if (root) await world.ledger.states.values.putChunk(T, root.hash, root.bytes);
     await expect(

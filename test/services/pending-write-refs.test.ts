@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InvalidInputError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
-import { chunksOfValue } from '../../shared/domain/state-v2/index.js';
+import { chunksOfValue, DEFAULT_WORK_BUDGET } from '../../shared/domain/state-v2/index.js';
 import { chunkPrefix } from '../../shared/services/chunk-store.js';
 import {
   compactionWorld,
@@ -66,8 +66,10 @@ describe.each(allStores.filter((f) => f.enabled))('pending writes by ref on $nam
   /** The value of a ref, read (and verified) from the tenant's chunks. */
   const readRef = async (ref: { hash: string; size: number }) => {
     const op = { op: 'set', path: '/v', ref } as unknown as DeltaOp;
-    const [resolved] = await world.ledger.states.values.resolve(T, [op]);
-    return (resolved as { value: unknown }).value;
+    const { values } = world.ledger.states;
+    const measured = await values.measureRefs(T, [op], { budget: DEFAULT_WORK_BUDGET });
+    const { resolve } = await values.readRefs(T, [op], measured);
+    return resolve(ref)?.node.value;
   };
 
   it('keeps the chunks a pending write names past the upload TTL, and the GC takes the others', async () => {

@@ -4,6 +4,16 @@
  * Pure code (hashing only), shared by the server and the client SDK.
  */
 
+export {
+  checkBudget,
+  countNodes,
+  DEFAULT_WORK_BUDGET,
+  type Extent,
+  memoryOf,
+  NO_EXTENT,
+  plus,
+  type WorkBudget,
+} from './budget.js';
 export { parseChunk, verifyChunk } from './chunk-parse.js';
 export { type Chunk, chunkHashes, chunksOfValue, listChunks } from './chunks.js';
 export {
@@ -17,6 +27,7 @@ export {
   STRING_PAGE,
   VERSION as STATE_DIGEST_VERSION,
 } from './format.js';
+export { type MeasureOptions, measureValue } from './measure.js';
 export { digestV2, EMPTY_STATE_DIGEST_V2, MerkleState } from './merkle-state.js';
 export { hashValue } from './node.js';
 export {

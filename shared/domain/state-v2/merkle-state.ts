@@ -80,9 +80,15 @@ export class MerkleState {
     return this.root().size;
   }
 
-  /** Applies ops in place; throws InvalidDeltaError naming the first op that cannot apply. */
-  apply(ops: readonly StateOp[], resolve?: ResolveRef): this {
-    for (let i = 0; i < ops.length; i++) this.#applyOne(i, ops[i] as StateOp, resolve);
+  /**
+   * Applies ops in place; throws InvalidDeltaError naming the first op that cannot apply.
+   * `before(op)` is called before each op, on the state the op applies to.
+   */
+  apply(ops: readonly StateOp[], resolve?: ResolveRef, before?: (op: StateOp) => void): this {
+    for (let i = 0; i < ops.length; i++) {
+      before?.(ops[i] as StateOp);
+      this.#applyOne(i, ops[i] as StateOp, resolve);
+    }
     return this;
   }
 

@@ -28,6 +28,28 @@ import { type ContainerKind, Kind, type ObjectEntry, type VNode } from './types.
  * (`boundedSource`) to bound the requests in flight.
  */
 
+/** Entries of a container decoded at once between two `pause` calls. */
+const BATCH = 16;
+
+/**
+ * `run` over every item, all at once; with `ctx.pause`, BATCH at a time with a pause after
+ * each batch, so that chunks served from memory never make one long turn of the whole tree
+ * (a batch keeps BATCH fetches in flight for chunks that are not).
+ */
+const inBatches = async <T, R>(
+  ctx: Context,
+  items: readonly T[],
+  run: (item: T) => R | Promise<R>,
+): Promise<R[]> => {
+  if (!ctx.pause) return Promise.all(items.map(run));
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += BATCH) {
+    out.push(...(await Promise.all(items.slice(i, i + BATCH).map(run))));
+    await ctx.pause();
+  }
+  return out;
+};
+
 /** A leaf node from its canonical JSON (checked canonical unless trusted) and its hash. */
 export const leafOf = (ctx: Context, jcs: Uint8Array, hash: Buffer): VNode => {
   const size = jcs.length;
@@ -66,15 +88,13 @@ export const slotsOf = async (
 ): Promise<Slot[]> => {
   if (!('slots' in parsed)) return bad('a container page is not a page');
   if (parsed.level === 0) return parsed.slots;
-  const pages = await Promise.all(
-    parsed.slots.map(async (slot) => {
-      const { parsed: page } = await fetchChunk(ctx, toHex(slot.hash));
-      if (page.tag !== pageTag || !('slots' in page) || page.level !== parsed.level - 1) {
-        bad('a page is out of place');
-      }
-      return slotsOf(ctx, page, pageTag);
-    }),
-  );
+  const pages = await inBatches(ctx, parsed.slots, async (slot) => {
+    const { parsed: page } = await fetchChunk(ctx, toHex(slot.hash));
+    if (page.tag !== pageTag || !('slots' in page) || page.level !== parsed.level - 1) {
+      bad('a page is out of place');
+    }
+    return slotsOf(ctx, page, pageTag);
+  });
   return pages.flat();
 };
 
@@ -131,13 +151,11 @@ const decodeContainer = async (
   const kind = parsed.tag === TAG.arrayRoot ? Kind.Array : Kind.Object;
   const slots = await slotsOf(ctx, parsed, kind === Kind.Array ? TAG.arrayPage : TAG.objectPage);
   if (slots.length !== parsed.count) bad('a container holds another count of entries');
-  const children = await Promise.all(
-    slots.map((slot) => {
-      if (slot.inline === undefined) return decodeNode(ctx, slot.hash, depth + 1, false);
-      if (slot.inline.length > INLINE_MAX) bad('an inline leaf is too large');
-      return leafOf(ctx, slot.inline, slot.hash);
-    }),
-  );
+  const children = await inBatches(ctx, slots, async (slot) => {
+    if (slot.inline === undefined) return decodeNode(ctx, slot.hash, depth + 1, false);
+    if (slot.inline.length > INLINE_MAX) bad('an inline leaf is too large');
+    return leafOf(ctx, slot.inline, slot.hash);
+  });
   const node = assembleContainer(kind, slots, children);
   if (node.size <= INLINE_MAX) bad('a small container is stored as a node');
   if (!node.hash.equals(hash)) bad('a container is not paged canonically');

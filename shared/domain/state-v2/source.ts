@@ -16,12 +16,19 @@ export interface ReadOptions {
    * chunks that hash to it are canonical. A ref a client names must be checked (the default).
    */
   canonical?: boolean;
+  /**
+   * Awaited every few hundred entries of a large container: the caller's way to give the
+   * event loop a turn (the domain keeps no timers), so chunks served from memory do not
+   * make one long turn of a whole tree.
+   */
+  pause?: () => Promise<void> | undefined;
 }
 
 export interface Context {
   source: ChunkSource;
   seq: number;
   canonical: boolean;
+  pause: (() => Promise<void> | undefined) | undefined;
 }
 
 export const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -58,6 +65,7 @@ export const contextOf = (source: ChunkSource, options: ReadOptions): Context =>
   source,
   seq: options.seq ?? 0,
   canonical: options.canonical ?? true,
+  pause: options.pause,
 });
 
 /** A source that lets at most `limit` fetches run at once (S3 GETs, bounded). */
