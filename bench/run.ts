@@ -15,6 +15,7 @@ import { runResumeBench } from './resume.js';
 import { runSnapshotsV2Bench } from './snapshots-v2.js';
 import { runStartupBench } from './startup.js';
 import { runStateV2Bench } from './state-v2.js';
+import { runWorkBudgetsBench } from './work-budgets.js';
 
 /** `npm run bench`: every benchmark of the project, printed as Markdown tables. */
 console.log(`# Hefesto benchmarks — node ${process.version}, ${new Date().toISOString()}`);
@@ -35,3 +36,4 @@ await runLangGraphBench();
 await runProofsDomainBench();
 await runProofsServiceBench();
 await runProofsLagBench();
+await runWorkBudgetsBench();
