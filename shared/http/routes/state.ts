@@ -22,6 +22,7 @@ import {
 import {
   BEARER_SECURITY,
   IdempotencyHeaders,
+  idempotencyExample,
   json,
   StreamParams,
   WriteHeaders,
@@ -66,7 +67,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     middleware: [write, body] as const,
     request: {
       params: StreamParams,
-      headers: WriteHeaders,
+      headers: WriteHeaders.extend(idempotencyExample('"checkpoint-1"')),
       body: { required: true, content: { 'application/json': { schema: CheckpointBody } } },
     },
     responses: {
@@ -178,7 +179,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     middleware: [write, body] as const,
     request: {
       params: StreamParams,
-      headers: IdempotencyHeaders,
+      headers: IdempotencyHeaders.extend(idempotencyExample('"fork-1"')),
       body: { required: true, content: { 'application/json': { schema: ForkBody } } },
     },
     responses: {
