@@ -47,7 +47,7 @@ const client = () => {
 describe('state v2 vectors in the client SDK', () => {
   it('holds the object whose root is at level 4 (page ranks of docs/state-v2.md)', () => {
     expect(vectors.digests.map((d) => d.name)).toContain(
-      'object of 20,000 members: root at level 4 (page rank: its last member)',
+      'object with its root at level 4: the keys k0…k15999 of rank ≥ 1',
     );
   });
 

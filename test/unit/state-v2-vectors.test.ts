@@ -157,7 +157,7 @@ describe('state v2 test vectors', () => {
     });
 
     expect(deep.map((d) => d.name)).toEqual([
-      'object of 20,000 members: root at level 4 (page rank: its last member)',
+      'object with its root at level 4: the keys k0…k15999 of rank ≥ 1',
     ]);
     for (const d of deep) {
       expect(naive(d.state, 'last-member').toString('hex')).toBe(d.digest);
