@@ -23,10 +23,13 @@ export interface ServerProcess {
 /**
  * Starts the embedded server (`functions/server.ts`) as one Node process (tsx loaded with
  * --import, so a signal reaches the server itself, not a wrapper), and waits until it
- * answers /healthz.
+ * answers /healthz. On `options.port` if given, else on a free port.
  */
-export const startServer = async (env: Record<string, string>): Promise<ServerProcess> => {
-  const port = await freePort();
+export const startServer = async (
+  env: Record<string, string>,
+  options: { port?: number } = {},
+): Promise<ServerProcess> => {
+  const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, ['--import', 'tsx', 'functions/server.ts'], {
     env: { ...process.env, HEFESTO_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],

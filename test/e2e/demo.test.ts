@@ -1,13 +1,17 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/lib/server-process.js';
 
 /** `npm run demo` is part of the test command: crash-resume with observation replay. */
 describe('npm run demo', () => {
-  it('survives SIGKILLs and a hot migration with one model call per turn, one payment, the same final state', () => {
+  it('survives SIGKILLs and a hot migration with one model call per turn, one payment, the same final state, on the port DEMO_PORT names', async () => {
+    const port = await freePort();
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
       encoding: 'utf8',
       timeout: 120_000,
+      env: { ...process.env, DEMO_PORT: String(port) },
     });
+    expect(result.stdout).toContain(`Embedded server at http://127.0.0.1:${port}.`);
     expect(result.stdout).toContain('demo passed');
     expect(result.stdout).toMatch(/\| model calls, crash run \| 50 \| yes \|/);
     expect(result.stdout).toMatch(
@@ -16,4 +20,14 @@ describe('npm run demo', () => {
     expect(result.stdout).toMatch(/\| hand-over \| epoch 1 -> 2, late write ErrFenced \| yes \|/);
     expect(result.status).toBe(0);
   }, 150_000);
+
+  it('refuses a DEMO_PORT that is not a port, before starting anything', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, DEMO_PORT: '87x' },
+    });
+    expect(result.stderr).toContain('DEMO_PORT must be a port number (1..65535), got "87x"');
+    expect(result.status).toBe(2);
+  });
 });

@@ -1,4 +1,10 @@
-import { emptyStateDigest, HefestoApiError, HefestoClient, type Json } from '@hefesto/client';
+import {
+  checkClientOptions,
+  emptyStateDigest,
+  HefestoApiError,
+  HefestoClient,
+  type Json,
+} from '@hefesto/client';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import {
   BaseCheckpointSaver,
@@ -93,9 +99,12 @@ export class HefestoSaver extends BaseCheckpointSaver {
 
   constructor(options: HefestoSaverOptions) {
     super(options.serde);
+    // Without a client, baseUrl and apiKey are checked now: a missing one is an
+    // InvalidOptionsError here, not retries ending in ErrUnavailable at the first call.
+    if (!options.client) checkClientOptions(options, 'HefestoSaver (or pass `client`)');
     this.client =
       options.client ??
-      new HefestoClient({ baseUrl: options.baseUrl ?? '', apiKey: options.apiKey ?? '' });
+      new HefestoClient({ baseUrl: options.baseUrl as string, apiKey: options.apiKey });
     this.prefix = options.prefix ?? 'lg';
     this.leases = options.exclusive ? new ThreadLeases(this.client, options.lease) : undefined;
   }
