@@ -11,7 +11,7 @@ describe('npm run demo', () => {
       timeout: 120_000,
       env: { ...process.env, DEMO_PORT: String(port) },
     });
-    expect(result.stdout).toContain(`Embedded server at http://127.0.0.1:${port}.`);
+    expect(result.stdout, result.stderr).toContain(`Embedded server at http://127.0.0.1:${port}.`);
     expect(result.stdout).toContain('demo passed');
     expect(result.stdout).toMatch(/\| model calls, crash run \| 50 \| yes \|/);
     expect(result.stdout).toMatch(
