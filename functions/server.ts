@@ -37,8 +37,11 @@ import { createEmbedded } from './wiring/embedded.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
-/** Binds `port`; rejects with a message an operator can act on if the port cannot be had. */
-const listen = (server: Server, port: number): Promise<number> =>
+/** Where the server listens unless HEFESTO_HOST says otherwise: this machine only. */
+const LOOPBACK = ['127.0.0.1', '::1'] as const;
+
+/** Binds `port` on `host`; rejects with a message an operator can act on if it cannot. */
+const listen = (server: Server, port: number, host: string): Promise<number> =>
   new Promise((resolve, reject) => {
     const failed = (err: NodeJS.ErrnoException) => {
       const hint =
@@ -46,21 +49,56 @@ const listen = (server: Server, port: number): Promise<number> =>
           ? `port ${port} is already in use: stop what listens there, or set PORT to another port`
           : err.code === 'EACCES'
             ? `port ${port} needs privileges this process lacks: set PORT to one above 1023`
-            : `cannot listen on port ${port}: ${err.message}`;
-      reject(new Error(hint, { cause: err }));
+            : `cannot listen on ${host} port ${port}: ${err.message}`;
+      reject(Object.assign(new Error(hint, { cause: err }), { code: err.code }));
     };
     server.once('error', failed);
-    server.listen(port, () => {
+    server.listen(port, host, () => {
       server.off('error', failed);
       const address = server.address();
       resolve(typeof address === 'object' && address ? address.port : port);
     });
   });
 
+/** An address family this machine lacks (no IPv6): the loopback pair binds the other alone. */
+const familyMissing = (err: unknown) =>
+  ['EADDRNOTAVAIL', 'EAFNOSUPPORT'].includes((err as { code?: string }).code ?? '');
+
+/**
+ * Binds every server of `servers` to `port` (the first picks it when `port` is 0), one per
+ * host of `hosts`; returns the port and the hosts actually bound.
+ */
+const listenAll = async (servers: Server[], port: number, hosts: readonly string[]) => {
+  const bound: string[] = [];
+  let at = port;
+  for (const [i, host] of hosts.entries()) {
+    const server = servers[i];
+    if (!server) continue;
+    try {
+      at = await listen(server, at, host);
+      bound.push(host);
+    } catch (err) {
+      // ::1 without IPv6 (or 127.0.0.1 without IPv4): serve on the loopback that exists.
+      if (hosts === LOOPBACK && familyMissing(err)) continue;
+      throw err;
+    }
+  }
+  if (bound.length === 0) throw new Error(`cannot listen on ${hosts.join(' or ')}`);
+  return { port: at, bound };
+};
+
+/** The URL the start line prints: localhost for the loopback pair, else the bound address. */
+const urlOf = (host: string | undefined, port: number) =>
+  host === undefined
+    ? `http://localhost:${port}`
+    : `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
 const start = async (): Promise<void> => {
   const settings = parseSettings(process.env);
   const embedded = createEmbedded(settings);
-  const server = createAdaptorServer({ fetch: embedded.fetch }) as Server;
+  // One server per address (127.0.0.1 and ::1 by default: a socket binds one address).
+  const hosts = settings.host === undefined ? LOOPBACK : [settings.host];
+  const servers = hosts.map(() => createAdaptorServer({ fetch: embedded.fetch }) as Server);
   // From here on a signal stops the server: one that comes while it starts (binding, writing
   // the first key) takes effect once it has started.
   let compaction: CompactionTimer | undefined;
@@ -78,10 +116,17 @@ const start = async (): Promise<void> => {
       compaction?.stop(),
       new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
     ]);
-    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    const force = setTimeout(() => {
+      for (const server of servers) server.closeAllConnections();
+    }, SHUTDOWN_GRACE_MS);
     // A keep-alive connection that finishes its request becomes idle: close it then too.
-    const sweep = setInterval(() => server.closeIdleConnections(), 100);
-    server.close(() => {
+    const sweep = setInterval(() => {
+      for (const server of servers) server.closeIdleConnections();
+    }, 100);
+    const closed = servers.map(
+      (server) => new Promise<void>((resolve) => server.close(() => resolve())),
+    );
+    void Promise.all(closed).then(() => {
       clearTimeout(force);
       clearInterval(sweep);
       void compactionStopped.then(async () => {
@@ -97,7 +142,7 @@ const start = async (): Promise<void> => {
         process.exit(0);
       });
     });
-    server.closeIdleConnections();
+    for (const server of servers) server.closeIdleConnections();
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
@@ -115,18 +160,25 @@ const start = async (): Promise<void> => {
   });
 
   let port: number;
+  let bound: string[];
   let bootstrap: IssuedKey | undefined;
   try {
     await embedded.ready; // a lost or replaced signing key refuses the start (signing-keys.ts)
-    port = await listen(server, settings.port);
+    ({ port, bound } = await listenAll(servers, settings.port, hosts));
     // With a root key configured there is a key already; otherwise make the first one.
     bootstrap = settings.apiKey ? undefined : await embedded.keys.ensureBootstrapKey();
   } catch (err) {
-    server.close();
+    for (const server of servers) server.close();
     embedded.close();
     throw err;
   }
-  const lines = [`Hefesto listening on http://localhost:${port} (docs: /docs, pid ${process.pid})`];
+  const reach =
+    settings.host === undefined
+      ? `${bound.join(' and ')} only; HEFESTO_HOST=0.0.0.0 opens it`
+      : `HEFESTO_HOST=${settings.host}`;
+  const lines = [
+    `Hefesto listening on ${urlOf(settings.host, port)} (${reach}; docs: /docs, pid ${process.pid})`,
+  ];
   if (bootstrap) {
     lines.push(
       `Created the first API key (tenant ${bootstrap.tenant}, scopes ${bootstrap.scopes.join(',')}).`,
@@ -142,11 +194,13 @@ const start = async (): Promise<void> => {
       ? startCompactionTimer(embedded.compactor, embedded.logger, intervalMs)
       : undefined;
 
-  server.on('error', (err) => {
-    process.stderr.write(`server error: ${err.message}\n`);
-    embedded.close();
-    process.exit(1);
-  });
+  for (const server of servers) {
+    server.on('error', (err) => {
+      process.stderr.write(`server error: ${err.message}\n`);
+      embedded.close();
+      process.exit(1);
+    });
+  }
   started();
 };
 

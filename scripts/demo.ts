@@ -19,6 +19,9 @@ import { startServer } from './lib/server-process.js';
  * 3. The same agent runs uninterrupted on a third stream.
  * Checks: model calls = turns, one charge per run, the three final digests equal, the late
  * write refused. Exits 1 if any check fails.
+ *
+ * DEMO_PORT=8790 puts the server on that port (default: a free one); the data directory and
+ * the client's trust file are temporary, removed at the end.
  */
 
 const TURNS = 50;
@@ -73,14 +76,25 @@ const chargesFor = (file: string, key: string) =>
         .filter((l) => l.includes(`"${key}"`)).length
     : 0;
 
+/** DEMO_PORT, if set: a port number, else the demo stops before starting anything. */
+const demoPort = (value: string | undefined): number | undefined => {
+  if (value === undefined || value === '') return undefined;
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535) {
+    console.error(`DEMO_PORT must be a port number (1..65535), got ${JSON.stringify(value)}`);
+    process.exit(2);
+  }
+  return port;
+};
+
 const main = async (): Promise<number> => {
+  const port = demoPort(process.env.DEMO_PORT);
   const dir = mkdtempSync(join(tmpdir(), 'hefesto-demo-'));
   const paymentsFile = join(dir, 'payments.jsonl');
-  const server = await startServer({
-    HEFESTO_DATA_DIR: join(dir, 'data'),
-    HEFESTO_API_KEY: KEY,
-    HEFESTO_LOG_LEVEL: 'warn',
-  });
+  const server = await startServer(
+    { HEFESTO_DATA_DIR: join(dir, 'data'), HEFESTO_API_KEY: KEY, HEFESTO_LOG_LEVEL: 'warn' },
+    { port },
+  );
   // The agents verify what they read (verify: true) and keep the signed heads they trust in
   // a trust file: the demo's own, beside its data, never the user's ~/.hefesto (its server's
   // streams are gone when the demo ends, and a later server on the same port would meet them).

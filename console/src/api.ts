@@ -125,8 +125,9 @@ export interface EventsPage {
 export interface StreamRow {
   streamId: string;
   seq: number;
-  updatedAt: number;
-  lease: { owner: string; epoch: number; draining: boolean; expiresAt: number } | null;
+  /** ISO 8601, as every route gives times. */
+  updatedAt: string;
+  lease: { owner: string; epoch: number; draining: boolean; expiresAt: string } | null;
 }
 
 export type VerifyResult =

@@ -28,11 +28,14 @@ export const SERVER_ENTRY = join(outDir(), 'server.mjs');
 /**
  * Starts the embedded server as one Node process running its build, dist/node/server.mjs
  * (rebuilt first if a source is newer: see scripts/build.mjs), and waits until it answers
- * /healthz.
+ * /healthz. On `options.port` if given, else on a free port.
  */
-export const startServer = async (env: Record<string, string>): Promise<ServerProcess> => {
+export const startServer = async (
+  env: Record<string, string>,
+  options: { port?: number } = {},
+): Promise<ServerProcess> => {
   await ensureBuilt();
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, [SERVER_ENTRY], {
     env: { ...process.env, HEFESTO_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -110,9 +110,10 @@ export interface StreamList {
   streams: Array<{
     streamId: string;
     seq: number;
-    /** Milliseconds since the epoch. */
-    updatedAt: number;
-    lease: { owner: string; epoch: number; draining: boolean; expiresAt: number } | null;
+    /** The head's last update, ISO 8601 (a number of ms before 0.2.0: see CHANGELOG.md). */
+    updatedAt: string;
+    /** `expiresAt`: ISO 8601. */
+    lease: { owner: string; epoch: number; draining: boolean; expiresAt: string } | null;
   }>;
   next: string | null;
 }

@@ -18,6 +18,7 @@ import {
   ValueTransfer,
   type ValueTransferOptions,
 } from './large-values.js';
+import { checkClientOptions } from './options.js';
 import { type LargeValueCheckpoint, setLargeValue } from './set-value.js';
 import { provenValue, stateMatches } from './state-proofs.js';
 import type { TrustStore } from './trust-store.js';
@@ -53,7 +54,7 @@ import type {
  * ```ts
  * const options: HefestoClientOptions = {
  *   baseUrl: 'http://localhost:8787',
- *   apiKey: process.env.HEFESTO_KEY ?? '',
+ *   apiKey: process.env.HEFESTO_KEY,
  *   tenant: 'default',
  *   verify: true,
  * };
@@ -62,7 +63,11 @@ import type {
 export interface HefestoClientOptions {
   /** The service URL, e.g. http://localhost:8787 or the API Gateway URL. */
   baseUrl: string;
-  apiKey: string;
+  /**
+   * The API key. Typed to take `process.env.HEFESTO_KEY` as it is: a missing key throws
+   * InvalidOptionsError at construction.
+   */
+  apiKey: string | undefined;
   /** The key's tenant; needed to verify chains from their genesis. Default `default`. */
   tenant?: string;
   /**
@@ -138,10 +143,11 @@ export class HefestoClient {
   readonly #writeChecks = new Map<string, Promise<void>>();
 
   constructor(options: HefestoClientOptions) {
+    checkClientOptions(options);
     this.tenant = options.tenant ?? 'default';
     this.#verify = options.verify ?? false;
     this.#newKey = options.newIdempotencyKey ?? (() => crypto.randomUUID());
-    this.#http = new Transport(options);
+    this.#http = new Transport({ ...options, apiKey: options.apiKey as string });
     this.#values = new ValueTransfer(this.#http, options.maxValueBytes);
     this.#proofs = this.#verify
       ? new ProofChecker({

@@ -167,3 +167,23 @@ export class ValueTooLargeError extends HefestoApiError {
     this.limit = limit;
   }
 }
+
+/**
+ * Options a client (or the LangGraph saver) cannot work with, found at construction, before
+ * any request: a missing or malformed `baseUrl`, a missing `apiKey`, a bad number.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   new HefestoClient({ baseUrl: 'http://localhost:8787', apiKey: process.env.HEFESTO_KEY });
+ * } catch (err) {
+ *   if (err instanceof InvalidOptionsError) console.error(err.message); // names the option
+ * }
+ * ```
+ */
+export class InvalidOptionsError extends HefestoApiError {
+  constructor(message: string) {
+    super('ErrInvalidInput', 0, message);
+    this.name = 'InvalidOptionsError';
+  }
+}

@@ -12,7 +12,7 @@ import type { HefestoClient } from './client.js';
 import { runEffect } from './effect-run.js';
 import { DivergenceDetectedError, HefestoApiError } from './errors.js';
 import { canonicalBytes, INLINE_BUDGET_BYTES, pickByRef, type SetRefOp } from './large-values.js';
-import type { DeltaOp, Json, LedgerEvent } from './types.js';
+import type { DeltaOp, Json, JsonValueOf, LedgerEvent } from './types.js';
 
 /**
  * A durable agent run: the harness that makes "resume at turn N+1 without repeating work or
@@ -262,7 +262,7 @@ export class DurableRun {
    * const hits = await run.observe('search', () => search(reply.query));
    * ```
    */
-  async observe<T extends Json>(name: string, call: () => T | Promise<T>): Promise<T> {
+  async observe<T extends JsonValueOf<T>>(name: string, call: () => T | Promise<T>): Promise<T> {
     this.#checkLease();
     const counter = `${this.#turn}\u0000${name}`;
     const index = this.#counters.get(counter) ?? 0;
@@ -277,7 +277,12 @@ export class DurableRun {
       );
     }
     const value = await call();
-    const observation: Observation = { turn: this.#turn, name, index, value };
+    const observation: Observation = {
+      turn: this.#turn,
+      name,
+      index,
+      value: value as unknown as Json,
+    };
     const written = await this.#client.append(
       this.streamId,
       [{ type: OBSERVATION_TYPE, payload: observation as unknown as Json }],

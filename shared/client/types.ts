@@ -13,6 +13,31 @@ import type { SignedTreeHead } from '../domain/signed-head.js';
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
 /**
+ * `T` if it is made of JSON only, checked member by member, so an interface (which has no
+ * index signature, and so is not a {@link Json}) fits too; functions, `undefined` values,
+ * symbols and bigints do not. Used as `<T extends JsonValueOf<T>>`.
+ *
+ * @example
+ * ```ts
+ * interface Reply { text: string; tokens: number }
+ * const reply = await run.observe('model', (): Reply => ({ text: 'hi', tokens: 2 }));
+ * ```
+ */
+export type JsonCompatible<T> = { [K in keyof T]: JsonMember<T[K]> };
+
+/** The constraint of {@link JsonCompatible} values: a JSON scalar or such an object. */
+export type JsonValueOf<T> = (string | number | boolean | null | object) & JsonCompatible<T>;
+
+/** A member of a {@link JsonCompatible} value: a JSON scalar, or JSON all the way down. */
+export type JsonMember<V> = V extends Json
+  ? V
+  : V extends (...args: never[]) => unknown
+    ? never
+    : V extends object
+      ? JsonCompatible<V>
+      : never;
+
+/**
  * An event to append: its type and JSON payload.
  *
  * @example

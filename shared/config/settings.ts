@@ -11,6 +11,8 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * | variable                    | default      | meaning                                   |
  * | --------------------------- | ------------ | ----------------------------------------- |
  * | PORT                        | 8787         | embedded server port                      |
+ * | HEFESTO_HOST                | (loopback)   | embedded server address; unset: 127.0.0.1 |
+ * |                             |              | and ::1 only (`0.0.0.0` / `::`: open)     |
  * | HEFESTO_DATA_DIR            | ./.hefesto   | embedded data directory                   |
  * | HEFESTO_API_KEY             | (none)       | root key, tenant `default` (>= 16 chars)  |
  * | HEFESTO_BUCKET              | (none)       | S3 bucket (required on AWS)               |
@@ -49,6 +51,8 @@ export type Env = Record<string, string | undefined>;
 
 export interface Settings {
   port: number;
+  /** Embedded server: the address to bind; undefined = loopback only (127.0.0.1 and ::1). */
+  host: string | undefined;
   dataDir: string;
   apiKey: string | undefined;
   bucket: string | undefined;
@@ -131,6 +135,13 @@ const flag = z.preprocess(
 
 const EnvSchema = z.object({
   PORT: integer(1, 65_535, 8787),
+  HEFESTO_HOST: z.preprocess(
+    unset,
+    z
+      .string()
+      .regex(/^[A-Za-z0-9.:-]{1,253}$/, 'must be an IP address or a host name, e.g. 0.0.0.0')
+      .optional(),
+  ),
   HEFESTO_DATA_DIR: z.preprocess(unset, z.string().default('./.hefesto')),
   HEFESTO_API_KEY: z.preprocess(
     unset,
@@ -218,6 +229,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
   if (typeof work === 'string') return fail([work]);
   return {
     port: e.PORT,
+    host: e.HEFESTO_HOST,
     dataDir: e.HEFESTO_DATA_DIR,
     apiKey: e.HEFESTO_API_KEY,
     bucket: e.HEFESTO_BUCKET,

@@ -91,7 +91,7 @@ export const DrainResult = z
     example: {
       epoch: 1,
       seq: 2,
-      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      stateDigest: '4b97b54420f6316dee64ab0d9b99b7313878c3466a258249ba1c77013dd6bc31',
       snapshot: true,
     },
   });

@@ -60,6 +60,14 @@ export const IdempotencyHeaders = z.object({
     }),
 });
 
+/**
+ * The Idempotency-Key header with another example: each write route's example key is its own,
+ * since one key sent with another body is 422 (and Swagger UI's "Try it out" sends examples).
+ */
+export const idempotencyExample = (example: string) => ({
+  'Idempotency-Key': IdempotencyHeaders.shape['Idempotency-Key'].openapi({ example }),
+});
+
 /** Headers of a write: Idempotency-Key and the writer's fencing token. */
 export const WriteHeaders = IdempotencyHeaders.extend({
   'Hefesto-Fencing-Token': z
@@ -297,7 +305,7 @@ export const RepairResult = z
       head: {
         seq: 3,
         hash: '6645e35b297d5293307ceb9b2488b8e5f9215fc37197cfc58500dc4d5da7b129',
-        stateDigest: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+        stateDigest: '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327',
         deltas: 0,
         stateSeq: 0,
       },

@@ -11,7 +11,12 @@ const Seq = z.number().int().min(0);
 const Digest = z
   .string()
   .regex(/^[0-9a-f]{64}$/)
-  .openapi({ description: 'SHA-256 of the RFC 8785 canonical JSON of the state, hex' });
+  .openapi({
+    description:
+      'The state digest, hex: the Merkle digest of docs/state-v2.md (v1 streams: SHA-256 of the ' +
+      'RFC 8785 canonical JSON of the state). The empty state {} of a new stream is ' +
+      '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327',
+  });
 const Pointer = z
   .string()
   .regex(/^(\/([^~/]|~[01])*)+$/, 'must be an RFC 6901 JSON Pointer below the root, like /a/b')
@@ -86,8 +91,9 @@ export const CheckpointBody = z
         { op: 'set', path: '/messages', value: [{ role: 'user', text: 'hi' }] },
         { op: 'set', path: '/turn', value: 1 },
       ],
-      baseDigest: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
-      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      baseDigest: '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327',
+      stateDigest: '4b97b54420f6316dee64ab0d9b99b7313878c3466a258249ba1c77013dd6bc31',
+      label: '1ef4f797-8335-6428-8001-8a1503f9b875',
     },
   });
 
@@ -103,7 +109,7 @@ export const CheckpointResult = z
   .openapi('CheckpointResult', {
     example: {
       seq: 2,
-      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      stateDigest: '4b97b54420f6316dee64ab0d9b99b7313878c3466a258249ba1c77013dd6bc31',
     },
   });
 
@@ -144,7 +150,7 @@ export const StateResult = z
     example: {
       seq: 2,
       state: { messages: [{ role: 'user', text: 'hi' }], turn: 1 },
-      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      stateDigest: '4b97b54420f6316dee64ab0d9b99b7313878c3466a258249ba1c77013dd6bc31',
       digestVersion: 2,
     },
   });
@@ -173,7 +179,7 @@ export const StateValueResult = z
   .openapi('StateValueResult', {
     example: {
       seq: 2,
-      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      stateDigest: '4b97b54420f6316dee64ab0d9b99b7313878c3466a258249ba1c77013dd6bc31',
       digestVersion: 2,
       path: '/messages/0',
       value: { role: 'user', text: 'hi' },
@@ -198,7 +204,7 @@ export const ForkResult = z
     example: {
       streamId: 'run-2024-06-01.b',
       seq: 1,
-      stateDigest: '61f8ca5bd5f8703204c13322bf190ca4f80113875b44c19273390b436a0590a6',
+      stateDigest: '4b97b54420f6316dee64ab0d9b99b7313878c3466a258249ba1c77013dd6bc31',
       source: {
         streamId: 'run-2024-06-01.a',
         seq: 2,

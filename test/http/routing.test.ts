@@ -77,19 +77,20 @@ describe.each(STORE_FACTORIES)('routing on $name stores', (factory) => {
   });
 
   describe('GET /', () => {
-    it('points to the docs and the OpenAPI document, which are there', async () => {
+    it('points to the docs, the OpenAPI document and the console, which are there', async () => {
       const res = await h.request('/');
 
       expect(res.status).toBe(200);
-      const index = (await res.json()) as { docs: string; openapi: string; health: string };
+      const index = (await res.json()) as Record<string, string>;
       expect(index).toEqual({
         name: 'hefesto',
         docs: '/docs',
         openapi: '/v1/openapi.json',
+        console: '/console',
         health: '/healthz',
       });
-      for (const link of [index.docs, index.openapi, index.health]) {
-        expect((await h.request(link)).status, link).toBe(200);
+      for (const link of [index.docs, index.openapi, index.console, index.health]) {
+        expect((await h.request(link ?? '')).status, link).toBe(200);
       }
     });
   });

@@ -96,6 +96,14 @@ describe('settings', () => {
       expect(bad).toThrow(/PORT[\s\S]*HEFESTO_API_KEY[\s\S]*HEFESTO_MAX_EVENTS[\s\S]*LOG_LEVEL/);
     });
 
+    it('reads HEFESTO_HOST, the address the embedded server binds (unset: loopback only)', () => {
+      expect(parseSettings({}).host).toBeUndefined();
+      expect(parseSettings({ HEFESTO_HOST: '' }).host).toBeUndefined();
+      expect(parseSettings({ HEFESTO_HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+      expect(parseSettings({ HEFESTO_HOST: '::' }).host).toBe('::');
+      expect(() => parseSettings({ HEFESTO_HOST: 'http://0.0.0.0/' })).toThrow(/HEFESTO_HOST/);
+    });
+
     it('reads the compaction and retention settings', () => {
       expect(
         parseSettings({

@@ -12,7 +12,7 @@ import {
 /** GET /v1/streams and GET /v1/streams/{id}/effects over HTTP: scopes, tenants, input. */
 
 interface Listed {
-  streams: Array<{ streamId: string; seq: number; updatedAt: number; lease: unknown }>;
+  streams: Array<{ streamId: string; seq: number; updatedAt: string; lease: unknown }>;
   next: string | null;
 }
 interface Effects {
@@ -42,8 +42,8 @@ describe.each(STORE_FACTORIES)('listing routes on $name stores', (factory) => {
 
       expect(first).toEqual({
         streams: [
-          { streamId: 'run-1', seq: 2, updatedAt: T0, lease: null },
-          { streamId: 'run-2', seq: 2, updatedAt: T0, lease: null },
+          { streamId: 'run-1', seq: 2, updatedAt: new Date(T0).toISOString(), lease: null },
+          { streamId: 'run-2', seq: 2, updatedAt: new Date(T0).toISOString(), lease: null },
         ],
         next: 'run-2',
       });
@@ -53,7 +53,25 @@ describe.each(STORE_FACTORIES)('listing routes on $name stores', (factory) => {
       expect(theirs.streams.map((s) => s.streamId)).toEqual(['run-9']);
     });
 
-    it('shows a held lease with its epoch and expiry in ms', async () => {
+    it('gives times as ISO 8601, as the head and the lease routes do', async () => {
+      await h.append(acme, 'run-1', events(1));
+      await h.request('/v1/streams/run-1/lease', {
+        key: acme,
+        body: { owner: 'worker-a', ttlMs: 5000 },
+      });
+
+      const page = await read<Listed>(h.request('/v1/streams', { key: acme }));
+      const head = await read<{ updatedAt: string }>(h.request('/v1/streams/run-1', { key: acme }));
+      const lease = await read<{ expiresAt: string }>(
+        h.request('/v1/streams/run-1/lease', { key: acme }),
+      );
+
+      const [row] = page.streams;
+      expect(row?.updatedAt).toBe(head.updatedAt);
+      expect(row?.lease).toMatchObject({ expiresAt: lease.expiresAt });
+    });
+
+    it('shows a held lease with its epoch and expiry', async () => {
       await h.append(acme, 'run-1', events(1));
       await h.request('/v1/streams/run-1/lease', {
         key: acme,
@@ -66,7 +84,7 @@ describe.each(STORE_FACTORIES)('listing routes on $name stores', (factory) => {
         owner: 'worker-a',
         epoch: 1,
         draining: false,
-        expiresAt: T0 + 5000,
+        expiresAt: new Date(T0 + 5000).toISOString(),
       });
     });
 

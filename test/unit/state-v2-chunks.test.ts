@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../shared/domain/canonical.js';
+import { canonicalJson, type JsonValue } from '../../shared/domain/canonical.js';
 import {
   InvalidDeltaError,
   InvalidFormatError,
@@ -59,6 +59,29 @@ describe('snapshot chunks v2', () => {
       }),
       { numRuns: 60 },
     );
+  });
+
+  it('counts MAX_DEPTH in containers: a leaf below one at depth 1000 builds and reads back, a container there is refused', async () => {
+    // `[[...]]` n deep under member `a`: containers at depths 1..n, `bottom` at n + 1.
+    const nest = (n: number, bottom: JsonValue): JsonObject => {
+      let value = bottom;
+      for (let i = 0; i < n; i++) value = [value];
+      return { a: value };
+    };
+    const big = 'x'.repeat(2000); // a leaf stored as its own chunk
+    for (const state of [nest(1000, 1), nest(1000, big), nest(999, [big])]) {
+      const ms = MerkleState.of(state);
+      const store = chunkStore();
+      store.put(listChunks(ms.root()));
+
+      const back = await readState(ms.digest(), store.source);
+
+      expect(back.digest()).toBe(ms.digest());
+      expect(canonicalJson(back.state)).toBe(canonicalJson(state));
+    }
+    for (const state of [nest(1001, 1), nest(1000, []), nest(1000, [big])]) {
+      expect(() => MerkleState.of(state)).toThrow(/nests deeper than 1000/);
+    }
   });
 
   it('writes only the new chunks of a changed state, and the old plus new read back', async () => {

@@ -58,7 +58,14 @@ interface Entry {
 }
 const entryBytes = (es: Entry[]) => es.flatMap((e) => [u32(e.key.length), e.key, e.hash]);
 
-const naive = (v: JsonValue): Buffer => {
+/**
+ * How a page of level >= 1 ranks (docs/state-v2.md: the rank of the last member below it, the
+ * key it was cut after). `'last-entry-key'` is the other reading the page once allowed: the
+ * rank of the key written in the page's last entry (the first member under that entry).
+ */
+type PageRank = 'last-member' | 'last-entry-key';
+
+const naive = (v: JsonValue, pageRank: PageRank = 'last-member'): Buffer => {
   const jcs = Buffer.from(canonicalJson(v), 'utf8');
   const scalar = typeof v !== 'object' || v === null;
   if (jcs.length <= 1024 || (scalar && jcs.length <= 524288)) return H([2, 0], jcs);
@@ -67,7 +74,7 @@ const naive = (v: JsonValue): Buffer => {
     return H([2, 5], u64(jcs.length), ...pages);
   }
   if (Array.isArray(v)) {
-    let level = v.map(naive);
+    let level = v.map((item) => naive(item, pageRank));
     let L = 0;
     for (; level.length > 64; L++) level = slice(level, 64).map((p) => H([2, 3], [L], ...p));
     return H([2, 1], u64(v.length), [L], ...level);
@@ -77,7 +84,7 @@ const naive = (v: JsonValue): Buffer => {
     .sort()
     .map((k) => ({
       key: Buffer.from(k, 'utf8'),
-      hash: naive(object[k] as JsonValue),
+      hash: naive(object[k] as JsonValue, pageRank),
       rank: rank(Buffer.from(k, 'utf8')),
     }));
   const m = level.length;
@@ -97,7 +104,7 @@ const naive = (v: JsonValue): Buffer => {
     level = pages.map((p) => ({
       key: (p[0] as Entry).key,
       hash: H([2, 4], [L], ...entryBytes(p)),
-      rank: (p.at(-1) as Entry).rank,
+      rank: pageRank === 'last-member' ? (p.at(-1) as Entry).rank : rank((p.at(-1) as Entry).key),
     }));
   }
 };
@@ -138,6 +145,27 @@ describe('state v2 test vectors', () => {
     if (p.proof.nodes.length > 0) {
       expect(H(Buffer.from(p.proof.nodes[0] as string, 'base64')).toString('hex')).toBe(digest);
     }
+  });
+
+  it('has an object whose root is at level 3 or more, where the two readings of a page rank differ', () => {
+    const deep = vectors.digests.filter((d) => {
+      const map = d.state.map;
+      if (typeof map !== 'object' || map === null || Array.isArray(map)) return false;
+      const chunks = listChunks(MerkleState.of({ map }).root());
+      const root = chunks.at(-2)?.bytes; // the map's root, just before the state's
+      return root?.[1] === 0x02 && (root[10] ?? 0) >= 3;
+    });
+
+    expect(deep.map((d) => d.name)).toEqual([
+      'object with its root at level 4: the keys k0…k15999 of rank ≥ 1',
+    ]);
+    for (const d of deep) {
+      expect(naive(d.state, 'last-member').toString('hex')).toBe(d.digest);
+      expect(naive(d.state, 'last-entry-key').toString('hex')).not.toBe(d.digest);
+    }
+    // Every other vector passes under both readings: only this one tells them apart.
+    const others = vectors.digests.filter((d) => !deep.includes(d));
+    for (const d of others) expect(naive(d.state, 'last-entry-key').toString('hex')).toBe(d.digest);
   });
 
   it('names the worked example of docs/state-v2.md', () => {

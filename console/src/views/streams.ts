@@ -48,7 +48,7 @@ export const streamsView = (api: Api, prefix: string): HTMLElement => {
               h('a', { href: `#/s/${encodeURIComponent(row.streamId)}` }, row.streamId),
             ),
             h('td', { class: 'num' }, row.seq),
-            h('td', {}, time(row.updatedAt)),
+            h('td', {}, time(Date.parse(row.updatedAt))),
             h('td', {}, h('span', { class: row.lease ? 'pill held' : 'pill' }, leaseText(row))),
           ),
         );

@@ -1,5 +1,6 @@
 import type { LedgerEvent } from '../api.js';
-import { fill, h, summary, time, uid } from '../dom.js';
+import { fill, h, time, uid } from '../dom.js';
+import { eventSummary } from '../event-summary.js';
 import { jsonTree } from '../json-tree.js';
 import type { StreamContext } from './context.js';
 
@@ -28,7 +29,7 @@ export const eventRow = (ctx: StreamContext, event: LedgerEvent, bad: boolean): 
     h('span', { class: 'seq' }, event.seq),
     h('span', { class: 'ts' }, time(event.ts)),
     h('span', { class: 'type' }, event.type),
-    h('span', { class: 'sum' }, summary(event.payload)),
+    h('span', { class: 'sum' }, eventSummary(event.type, event.payload)),
   );
   const label = labelOf(event);
   toggle.addEventListener('click', () => {
@@ -87,6 +88,8 @@ export const badRow = (seq: number): HTMLElement =>
       'div',
       { class: 'event-toggle' },
       h('span', { class: 'seq' }, seq),
+      // The time column stays (empty): the row's columns line up with the events above it.
+      h('span', { class: 'ts' }, '—'),
       h('span', { class: 'type' }, 'first bad seq'),
       h(
         'span',

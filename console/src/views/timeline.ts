@@ -105,7 +105,16 @@ export const timelineView = (ctx: StreamContext, startAt?: number): HTMLElement 
     check.className = 'check';
     check.textContent = 'Checking hashes in your browser…';
     const result = await checkDisplayed(ctx.principal.tenant, ctx.streamId, page.events, !type);
-    if (result.ok) {
+    if (result.ok && page.badSeq !== undefined) {
+      // The server refused the page from badSeq on: no green line, whatever was checked.
+      check.className = 'check bad';
+      check.textContent =
+        `Seq ${page.badSeq} does not verify (ErrTamperedLedger)` +
+        (result.checked > 0 ? `; the ${result.checked} event hashes before it match.` : '.');
+    } else if (result.ok && result.checked === 0) {
+      check.className = 'check';
+      check.textContent = 'No events on this page to check.';
+    } else if (result.ok) {
       check.className = 'check ok';
       check.textContent = `Checked in your browser (WebCrypto): ${result.checked} event hashes${type ? '' : ' and their links'} match.`;
     } else {

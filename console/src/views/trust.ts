@@ -1,6 +1,6 @@
 import { webCryptoHash } from '../../../shared/domain/hash-port.js';
 import { type EventsPage, stream, type VerifyResult } from '../api.js';
-import { field, fill, h } from '../dom.js';
+import { field, fill, h, time } from '../dom.js';
 import {
   type InclusionProof,
   type PublicJwk,
@@ -141,7 +141,7 @@ const treeHeadPanel = (
       h('dt', {}, 'root'),
       h('dd', {}, h('code', {}, head.rootHash)),
       h('dt', {}, 'signed at'),
-      h('dd', {}, new Date(head.timestamp).toISOString()),
+      h('dd', {}, time(head.timestamp)),
     ),
     sig,
     h(

@@ -26,6 +26,7 @@ export * from '../../../shared/client/errors.js';
 export * from '../../../shared/client/harness.js';
 export type { RetryPolicy } from '../../../shared/client/http.js';
 export * from '../../../shared/client/large-values.js';
+export * from '../../../shared/client/options.js';
 export * from '../../../shared/client/proofs.js';
 export * from '../../../shared/client/set-value.js';
 export * from '../../../shared/client/state-proofs.js';

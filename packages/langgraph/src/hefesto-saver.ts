@@ -1,5 +1,6 @@
 import {
   canonicalBytes,
+  checkClientOptions,
   type DeltaOp,
   emptyStateDigest,
   HefestoApiError,
@@ -122,9 +123,12 @@ export class HefestoSaver extends BaseCheckpointSaver {
 
   constructor(options: HefestoSaverOptions) {
     super(options.serde);
+    // Without a client, baseUrl and apiKey are checked now: a missing one is an
+    // InvalidOptionsError here, not retries ending in ErrUnavailable at the first call.
+    if (!options.client) checkClientOptions(options, 'HefestoSaver (or pass `client`)');
     this.client =
       options.client ??
-      new HefestoClient({ baseUrl: options.baseUrl ?? '', apiKey: options.apiKey ?? '' });
+      new HefestoClient({ baseUrl: options.baseUrl as string, apiKey: options.apiKey });
     this.prefix = options.prefix ?? 'lg';
     this.leases = options.exclusive ? new ThreadLeases(this.client, options.lease) : undefined;
     this.#largeValueBytes = options.largeValueBytes ?? INLINE_BUDGET_BYTES;

@@ -198,7 +198,8 @@ const decodeNode = async (
   depth: number,
   standalone: boolean,
 ): Promise<VNode> => {
-  if (depth > MAX_DEPTH) bad(`the state nests deeper than ${MAX_DEPTH}`);
+  // MAX_DEPTH bounds containers, as building does: a leaf may sit below one at MAX_DEPTH.
+  if (depth > MAX_DEPTH + 1) bad(`the state nests deeper than ${MAX_DEPTH}`);
   const { parsed } = await fetchChunk(ctx, toHex(hash));
   if (parsed.tag === TAG.leaf) {
     const node = leafOf(ctx, parsed.jcs, hash);
@@ -207,6 +208,7 @@ const decodeNode = async (
   }
   if (parsed.tag === TAG.stringRoot) return decodeString(ctx, hash, parsed);
   if (parsed.tag === TAG.arrayRoot || parsed.tag === TAG.objectRoot) {
+    if (depth > MAX_DEPTH) bad(`the state nests deeper than ${MAX_DEPTH}`);
     return decodeContainer(ctx, hash, parsed, depth);
   }
   return bad('a page stands where a value should');

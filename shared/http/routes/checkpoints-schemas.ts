@@ -172,13 +172,13 @@ export const StreamListResult = z
       z.object({
         streamId: z.string(),
         seq: Seq,
-        updatedAt: z.number().int().openapi({ description: 'Milliseconds since the epoch' }),
+        updatedAt: z.iso.datetime().openapi({ description: 'The head’s last update (ISO 8601)' }),
         lease: z
           .object({
             owner: z.string(),
             epoch: z.number().int(),
             draining: z.boolean(),
-            expiresAt: z.number().int(),
+            expiresAt: z.iso.datetime(),
           })
           .nullable()
           .openapi({ description: 'The writer lease while it is held, else null' }),
@@ -192,8 +192,13 @@ export const StreamListResult = z
         {
           streamId: 'run-2024-06-01.a',
           seq: 12,
-          updatedAt: 1764547200000,
-          lease: { owner: 'worker-3', epoch: 2, draining: false, expiresAt: 1764547230000 },
+          updatedAt: '2025-12-01T00:00:00.000Z',
+          lease: {
+            owner: 'worker-3',
+            epoch: 2,
+            draining: false,
+            expiresAt: '2025-12-01T00:00:30.000Z',
+          },
         },
       ],
       next: null,

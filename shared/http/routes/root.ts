@@ -14,10 +14,19 @@ const ApiIndex = z
     name: z.literal('hefesto'),
     docs: z.string().openapi({ example: '/docs', description: 'Human-readable API docs' }),
     openapi: z.string().openapi({ example: OPENAPI_PATH, description: 'OpenAPI 3.1 document' }),
+    console: z
+      .string()
+      .openapi({ example: '/console', description: 'The web console (sign in with a key)' }),
     health: z.string().openapi({ example: '/healthz' }),
   })
   .openapi('ApiIndex', {
-    example: { name: 'hefesto', docs: '/docs', openapi: OPENAPI_PATH, health: '/healthz' },
+    example: {
+      name: 'hefesto',
+      docs: '/docs',
+      openapi: OPENAPI_PATH,
+      console: '/console',
+      health: '/healthz',
+    },
   });
 
 export const registerRoot = (app: OpenAPIHono<AppEnv>): void => {
@@ -25,11 +34,19 @@ export const registerRoot = (app: OpenAPIHono<AppEnv>): void => {
     method: 'get',
     path: '/',
     summary: 'Where the docs are',
-    responses: { 200: json(ApiIndex, 'Links to the docs, the OpenAPI document and health') },
+    responses: {
+      200: json(ApiIndex, 'Links to the docs, the OpenAPI document, the console and health'),
+    },
   });
   app.openapi(index, (c) =>
     c.json(
-      { name: 'hefesto' as const, docs: '/docs', openapi: OPENAPI_PATH, health: '/healthz' },
+      {
+        name: 'hefesto' as const,
+        docs: '/docs',
+        openapi: OPENAPI_PATH,
+        console: '/console',
+        health: '/healthz',
+      },
       200,
     ),
   );

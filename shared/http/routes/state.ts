@@ -23,6 +23,7 @@ import {
   AppendHeaders,
   BEARER_SECURITY,
   IdempotencyHeaders,
+  idempotencyExample,
   json,
   StreamParams,
 } from '../schemas.js';
@@ -66,7 +67,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     middleware: [write, body] as const,
     request: {
       params: StreamParams,
-      headers: AppendHeaders,
+      headers: AppendHeaders.extend(idempotencyExample('"checkpoint-1"')),
       body: { required: true, content: { 'application/json': { schema: CheckpointBody } } },
     },
     responses: {
@@ -181,7 +182,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     middleware: [write, body] as const,
     request: {
       params: StreamParams,
-      headers: IdempotencyHeaders,
+      headers: IdempotencyHeaders.extend(idempotencyExample('"fork-1"')),
       body: { required: true, content: { 'application/json': { schema: ForkBody } } },
     },
     responses: {

@@ -23,7 +23,7 @@ export const streamListRoutes = ({ ledger, keys }: StreamListRoutesDeps) => {
     description:
       'Streams in id order from the tenant’s stream index, optionally those whose id starts ' +
       'with `prefix`, after the exclusive cursor `after`; each with its head seq, last ' +
-      'update (ms) and writer lease while held. A page costs one index query plus one head ' +
+      'update and writer lease while held (times as ISO 8601, as on every route). A page costs one index query plus one head ' +
       'and one lease read per stream. Streams being deleted are left out.',
     security: BEARER_SECURITY,
     middleware: [read] as const,
@@ -36,7 +36,13 @@ export const streamListRoutes = ({ ledger, keys }: StreamListRoutesDeps) => {
   app.openapi(list, async (c) => {
     const query = c.req.valid('query');
     const page = await ledger.streamList.list(principalOf(c).tenant, query);
-    return c.json(page, 200);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const streams = page.streams.map((s) => ({
+      ...s,
+      updatedAt: iso(s.updatedAt),
+      lease: s.lease && { ...s.lease, expiresAt: iso(s.lease.expiresAt) },
+    }));
+    return c.json({ streams, next: page.next }, 200);
   });
 
   return app;
