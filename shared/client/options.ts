@@ -6,7 +6,14 @@ import { InvalidOptionsError } from './errors.js';
  * ErrUnavailable after seconds).
  */
 
-/** What {@link checkClientOptions} reads: the options that have no usable default. */
+/**
+ * What {@link checkClientOptions} reads: the options that have no usable default.
+ *
+ * @example
+ * ```ts
+ * const options: CheckedOptions = { baseUrl: 'http://localhost:8787', apiKey: process.env.HEFESTO_KEY };
+ * ```
+ */
 export interface CheckedOptions {
   baseUrl?: unknown;
   apiKey?: unknown;

@@ -25,10 +25,24 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
  */
 export type JsonCompatible<T> = { [K in keyof T]: JsonMember<T[K]> };
 
-/** The constraint of {@link JsonCompatible} values: a JSON scalar or such an object. */
+/**
+ * The constraint of {@link JsonCompatible} values: a JSON scalar or such an object.
+ *
+ * @example
+ * ```ts
+ * const save = <T extends JsonValueOf<T>>(value: T) => run.observe('save', () => value);
+ * ```
+ */
 export type JsonValueOf<T> = (string | number | boolean | null | object) & JsonCompatible<T>;
 
-/** A member of a {@link JsonCompatible} value: a JSON scalar, or JSON all the way down. */
+/**
+ * A member of a {@link JsonCompatible} value: a JSON scalar, or JSON all the way down.
+ *
+ * @example
+ * ```ts
+ * type Tokens = JsonMember<number>; // number: a member JSON allows
+ * ```
+ */
 export type JsonMember<V> = V extends Json
   ? V
   : V extends (...args: never[]) => unknown

@@ -100,7 +100,6 @@ export const AppendHeaders = WriteHeaders.extend({
         'created again), the write is 409 ErrStreamRecreated and nothing is written, so a retry ' +
         'can never land in a new life of the stream. Idempotency-Keys are kept per stream and ' +
         'incarnation.',
-      example: '0f8c2a4e-5b7d-4e1a-9c3f-2d6b8a1e7f40',
     }),
 });
 

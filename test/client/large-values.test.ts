@@ -233,7 +233,7 @@ describe.each(allStores.filter((s) => s.enabled))('large values by the client on
         ops: [{ op: 'set', path: '/v', ref: unknown }],
         baseDigest: EMPTY,
       }),
-    ).rejects.toMatchObject({ code: 'ErrInvalidInput', status: 400 });
+    ).rejects.toMatchObject({ code: 'ErrInvalidDelta', status: 422 });
     await expect(lax.getStream('doc-4')).rejects.toMatchObject({ code: 'ErrStreamNotFound' });
   });
 
@@ -248,7 +248,7 @@ describe.each(allStores.filter((s) => s.enabled))('large values by the client on
     await expect(pages.next()).rejects.toMatchObject({ code: 'ErrNotFound' });
     await expect(
       globex.checkpoint('g-1', { ops: [{ op: 'set', path: '/s', ref }], baseDigest: EMPTY }),
-    ).rejects.toMatchObject({ code: 'ErrInvalidInput' });
+    ).rejects.toMatchObject({ code: 'ErrInvalidDelta' });
     expect(await acme.readValue(ref)).toEqual(secret);
   });
 

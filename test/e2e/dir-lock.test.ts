@@ -118,7 +118,7 @@ describe.runIf(hasProc)('a server in a fresh PID namespace (a container)', () =>
     ];
     for (let run = 1; run <= 3; run++) {
       const server = await started('unshare', inNamespace);
-      await waitForOutput(server, '(docs: /docs, pid 1)');
+      await waitForOutput(server, 'docs: /docs, pid 1)');
       expect((await append(server.url, run)).status).toBe(201);
       expect(await headSeq(server.url)).toBe(run);
       // Kill the server itself (pid 1 inside), not unshare: as the OOM killer would.

@@ -68,7 +68,7 @@ describe.runIf(hasProc)('the documented start: node dist/node/server.mjs', () =>
 
     expect(listenerPids(port)).toEqual([pid]);
     expect(children(pid)).toEqual([]);
-    await waitForOutput(server, `(docs: /docs, pid ${pid})`);
+    await waitForOutput(server, `docs: /docs, pid ${pid})`);
     await expectCleanStop(pid, server);
   });
 });

@@ -170,7 +170,12 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
       h.request('/v1/streams?prefix=a.', { key }),
     );
     expect(page.streams.map((s) => s.streamId)).toEqual(['a.1', 'a.2']);
-    expect(page.streams[0]).toEqual({ streamId: 'a.1', seq: 1, updatedAt: h.now(), lease: null });
+    expect(page.streams[0]).toEqual({
+      streamId: 'a.1',
+      seq: 1,
+      updatedAt: new Date(h.now()).toISOString(),
+      lease: null,
+    });
     expect(page.next).toBeNull();
     const paged = await read<{ streams: unknown[]; next: string | null }>(
       h.request('/v1/streams?limit=2', { key }),

@@ -52,7 +52,11 @@ describe.each(allStores.filter((f) => f.enabled))('JSON depth on $name stores', 
       `{"holder":"${holder}","result":${nested(MAX - 1)}}`,
     );
     expect(done.status).toBe(200);
-    const again = await call('/v1/streams/s/effects/pay-1/begin', `{"kind":"pay","intent":1}`);
+    // The same effect again (same kind and intent: another intent is ErrEffectMismatch).
+    const again = await call(
+      '/v1/streams/s/effects/pay-1/begin',
+      `{"kind":"pay","intent":${nested(MAX - 1)}}`,
+    );
     expect(await again.json()).toMatchObject({
       status: 'completed',
       result: JSON.parse(nested(MAX - 1)),

@@ -84,6 +84,7 @@ describe.each(allStores.filter((f) => f.enabled))('state digest v2 on $name', (f
       seq: K,
       stateDigest,
       digestVersion: 2,
+      stateSeq: K, // a checkpoint every turn: the base at K is bound to the delta at K
     });
     expect('root' in snapshot && snapshot.root.digest).toBe(stateDigest);
     expect(byTenant.get('acme')?.[K - 1]).toBe(stateDigest);

@@ -100,11 +100,7 @@ export const PendingWritesBody = z
               }),
             channel: z.string().min(1).max(256),
             value: z.unknown().optional().openapi({ description: 'Any JSON value' }),
-            ref: ValueRef.optional().openapi({
-              description:
-                'Instead of `value`: a large value uploaded first (PUT /v1/chunks/{hash}), ' +
-                'held for the stream like a checkpoint’s ref (docs/langgraph.md, Limits)',
-            }),
+            ref: ValueRef.optional(), // instead of value: a large value uploaded first (docs/langgraph.md, Limits)
           })
           .refine(
             (w) => (w.value !== undefined) !== (w.ref !== undefined),
