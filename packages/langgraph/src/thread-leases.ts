@@ -89,6 +89,8 @@ export class ThreadLeases {
       if (codeOf(err) === 'ErrLeaseHeld' || codeOf(err) === 'ErrFenced') {
         throw new ThreadFencedError(threadId, (err as Error).message, err);
       }
+      // A thread being deleted refuses leases (404): a read finds nothing there, unfenced.
+      if (reading && codeOf(err) === 'ErrStreamNotFound') return;
       throw err;
     }
     this.#stop(held);
