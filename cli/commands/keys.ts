@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { openCompactionStores } from '../../functions/wiring/run-compaction.js';
+import type { OpenStores } from '../../functions/wiring/run-compaction.js';
 import {
   loadKeyRing,
   retireLostKeys,
@@ -100,8 +100,11 @@ export const keysRotateSigning: Command = {
     }
     const dir = settings.dataDir;
     const lost = flagOption(values, 'lost');
-    let stores: Awaited<ReturnType<typeof openCompactionStores>>;
+    let stores: OpenStores;
     try {
+      // Loaded on demand: the store wiring (better-sqlite3, the AWS SDK) is most of the
+      // CLI's start-up, and `--help` or a remote command needs none of it.
+      const { openCompactionStores } = await import('../../functions/wiring/run-compaction.js');
       stores = await openCompactionStores(settings);
     } catch (err) {
       if (err instanceof DataDirNotFoundError || err instanceof DataDirInUseError) {
