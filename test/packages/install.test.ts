@@ -13,6 +13,7 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
+import { docBlocks, outputErrors, unaccounted } from './doc-blocks.js';
 import {
   dependencyTree,
   importGraph,
@@ -123,6 +124,19 @@ describe('installable packages', () => {
     );
     api = await printed(server);
   }, 180_000);
+
+  /** The README's install line adds LangGraph itself (here at the versions this repo pins). */
+  let langgraphInstalled: Promise<unknown> | undefined;
+  const installLangGraph = () => {
+    const pins = ['@langchain/langgraph', '@langchain/core'].map(
+      (name) => `${name}@${ROOT.devDependencies[name]}`,
+    );
+    const flags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+    langgraphInstalled ??= timed('npm install langgraph', () =>
+      run('npm', ['install', ...flags, ...pins], { cwd: project, env: outsideEnv() }),
+    );
+    return langgraphInstalled;
+  };
 
   afterAll(() => {
     server?.child.kill('SIGKILL');
@@ -286,14 +300,7 @@ describe('installable packages', () => {
         )?.[1];
       expect(snippet).toBeDefined();
       writeFileSync(join(project, 'graph.mjs'), snippet ?? '');
-      // The README's install line adds LangGraph itself (here at the versions this repo pins).
-      const pins = ['@langchain/langgraph', '@langchain/core'].map(
-        (name) => `${name}@${ROOT.devDependencies[name]}`,
-      );
-      const flags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
-      await timed('npm install langgraph', () =>
-        run('npm', ['install', ...flags, ...pins], { cwd: project, env: outsideEnv() }),
-      );
+      await installLangGraph();
       const env = outsideEnv({ HEFESTO_URL: api.url, HEFESTO_KEY: api.key });
       const { stdout } = await timed('graph.mjs', () =>
         run(process.execPath, ['graph.mjs'], { cwd: project, env }),
@@ -321,5 +328,58 @@ describe('installable packages', () => {
         local: { ok: true },
       });
     }, 60_000);
+  });
+
+  describe('the code blocks of the package docs', () => {
+    // Each document's blocks run in order against a server of their own (a fresh data
+    // directory and trust file), so what they print does not depend on the other tests.
+    const DOC_KEY = 'hk_install_docs_root_key_0123456789';
+    for (const doc of [
+      'packages/client/README.md',
+      'packages/langgraph/README.md',
+      'docs/langgraph.md',
+    ]) {
+      it(`runs every block of ${doc} not marked "not run", verbatim, printing what it shows`, async () => {
+        const blocks = docBlocks(readFileSync(join(REPO, doc), 'utf8'));
+        expect(unaccounted(blocks)).toEqual([]);
+        const runs = blocks.filter((b) => b.kind === 'run');
+        expect(runs.length).toBeGreaterThan(0);
+        await installLangGraph();
+        const dir = mkdtempSync(join(tmpdir(), 'hefesto-install-docs-'));
+        const docServer = await startServer({
+          HEFESTO_DATA_DIR: join(dir, 'data'),
+          HEFESTO_API_KEY: DOC_KEY,
+        });
+        try {
+          const port = new URL(docServer.url).port;
+          const env = outsideEnv({
+            HEFESTO_KEY: DOC_KEY,
+            HEFESTO_TRUST_FILE: join(dir, 'trusted-heads.json'),
+          });
+          const wrong: string[] = [];
+          for (const block of runs) {
+            const where = `${doc}:${block.line}`;
+            // Only the port changes: http://localhost:8787 is the test server's.
+            const code = block.code.replaceAll('http://localhost:8787', `http://localhost:${port}`);
+            const file = `${doc.replace(/[/.]/g, '-')}-${block.line}.mjs`;
+            writeFileSync(join(project, file), code);
+            const out = await timed(where, () =>
+              run(process.execPath, [file], { cwd: project, env }).then(
+                ({ stdout }) => ({ stdout, failed: '' }),
+                (err: { stderr?: string }) => ({ stdout: '', failed: err.stderr ?? String(err) }),
+              ),
+            );
+            if (out.failed) wrong.push(`${where}: failed: ${out.failed.slice(0, 2000)}`);
+            else if (block.output !== undefined)
+              wrong.push(...outputErrors(block.output, out.stdout).map((e) => `${where}: ${e}`));
+          }
+          expect(wrong).toEqual([]);
+        } finally {
+          docServer.child.kill('SIGKILL');
+          await docServer.exited;
+          rmSync(dir, { recursive: true, force: true });
+        }
+      }, 180_000);
+    }
   });
 });
