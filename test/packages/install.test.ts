@@ -292,6 +292,43 @@ describe('installable packages', () => {
       expect(head.seq).toBe(7);
     }, 60_000);
 
+    it("runs the README's Install example (agent.mjs) exactly as written there, twice", async () => {
+      const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+      const snippet =
+        /<!-- agent-example:start -->\n```js\n([\s\S]*?)```\n<!-- agent-example:end -->/.exec(
+          readme,
+        )?.[1];
+      expect(snippet).toBeDefined();
+      // Only the server's address changes: http://localhost:8787 is the test server's.
+      writeFileSync(
+        join(project, 'readme-agent.mjs'),
+        (snippet ?? '').replaceAll('http://localhost:8787', api.url),
+      );
+      const trust = mkdtempSync(join(tmpdir(), 'hefesto-install-readme-'));
+      try {
+        const env = outsideEnv({
+          HEFESTO_KEY: api.key,
+          HEFESTO_TRUST_FILE: join(trust, 'trusted-heads.json'),
+        });
+        const once = async () =>
+          (
+            await timed('readme-agent.mjs', () =>
+              run(process.execPath, ['readme-agent.mjs'], { cwd: project, env }),
+            )
+          ).stdout;
+        const first = await once();
+        expect(first).toContain("turn1: { text: 'hello from turn 1' }");
+        expect(first).toMatch(/\{\s*ok: true,\s*seq: \d+,\s*hash: '[0-9a-f]{64}'\s*\}/);
+        // The second process resumes after the first one's checkpoint: turn 2.
+        const second = await once();
+        expect(second).toContain("turn1: { text: 'hello from turn 1' }");
+        expect(second).toContain("turn2: { text: 'hello from turn 2' }");
+        expect(second).toMatch(/\{\s*ok: true,\s*seq: \d+,\s*hash: '[0-9a-f]{64}'\s*\}/);
+      } finally {
+        rmSync(trust, { recursive: true, force: true });
+      }
+    }, 120_000);
+
     it("runs the README's LangGraph example exactly as written there", async () => {
       const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
       const snippet =
