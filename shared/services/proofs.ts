@@ -25,12 +25,12 @@ import type { KeyRing } from '../ports/signer.js';
 import type { HeadRecord } from './layout.js';
 import type { Reader } from './reader.js';
 import { signTree, type TreeState, treeOf } from './tree-commit.js';
+import { segmentLeaves } from './tree-leaves.js';
 import {
   indexNodeReader,
   objectTileReader,
   readTilesRecord,
   StreamHashSource,
-  segmentLeaves,
 } from './tree-source.js';
 
 /**
@@ -169,7 +169,7 @@ export class ProofService {
       tiles: objectTileReader(objects, tenant, stream),
       tiledSize,
       tree,
-      leaves: (start, end) => segmentLeaves(reader, at, start, end),
+      leaves: (start, end) => segmentLeaves({ objects, records }, at, start, end),
       stored: indexNodeReader(records, { tenant, stream, treeBase: tree.treeBase }),
       maxLeaves: this.#o.maxLeaves,
       retryAfterMs: this.#o.retryAfterMs,
