@@ -79,6 +79,45 @@ export const segmentLeaves = async (
   return leaves;
 };
 
+/**
+ * The leaves of consecutive steps, the next step's read while the caller writes this one's
+ * tiles (the GETs of a step otherwise wait for its PUTs and record write). `settle` waits for
+ * a read ahead that nobody took (a pass that stopped): nothing is left in flight.
+ */
+export class LeafSteps {
+  readonly #stores: LeafStores;
+  readonly #at: LeafRange;
+  readonly #concurrency: number;
+  #ahead: { start: number; end: number; leaves: Promise<Uint8Array[]> } | undefined;
+
+  constructor(stores: LeafStores, at: LeafRange, concurrency: number) {
+    this.#stores = stores;
+    this.#at = at;
+    this.#concurrency = concurrency;
+  }
+
+  /** Leaves [start, end): the read ahead if it was of this range, else read now. */
+  read(start: number, end: number): Promise<Uint8Array[]> {
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    if (ahead && ahead.start === start && ahead.end === end) return ahead.leaves;
+    return segmentLeaves(this.#stores, this.#at, start, end, this.#concurrency);
+  }
+
+  /** Starts reading leaves [start, end) for the next `read` (an empty range: nothing). */
+  readAhead(start: number, end: number): void {
+    if (end <= start) return;
+    const leaves = segmentLeaves(this.#stores, this.#at, start, end, this.#concurrency);
+    leaves.catch(() => undefined); // judged by the `read` that takes it, if any
+    this.#ahead = { start, end, leaves };
+  }
+
+  async settle(): Promise<void> {
+    await this.#ahead?.leaves.catch(() => undefined);
+    this.#ahead = undefined;
+  }
+}
+
 /** 1. The linked index records of the segments holding seqs from..to. */
 const indexRecords = async (
   records: RecordStore,

@@ -19,7 +19,7 @@ import type { RecordStore, TransactOp } from '../ports/record-store.js';
 import { type HeadRecord, headKey } from './layout.js';
 import type { Reader } from './reader.js';
 import { tilesKey, treeOf } from './tree-commit.js';
-import { pool, segmentLeaves } from './tree-leaves.js';
+import { LeafSteps, pool } from './tree-leaves.js';
 import { objectTileReader, readTilesRecord } from './tree-source.js';
 
 /**
@@ -54,7 +54,7 @@ import { objectTileReader, readTilesRecord } from './tree-source.js';
 export const TILE_CHUNK = 4096;
 
 /** Segment fetches in flight while the tree step reads leaves (tree-leaves.ts). */
-export const TILE_READ_CONCURRENCY = 32;
+export const TILE_READ_CONCURRENCY = 64;
 
 /** Tile PUTs in flight at once (a step of 4,096 leaves writes 17; a larger `chunk`, more). */
 export const TILE_WRITE_CONCURRENCY = 16;
@@ -142,35 +142,46 @@ const writeTiles = async (deps: TreeTilesDeps, visit: TreeTilesVisit): Promise<T
       );
     }
     if (edge?.size !== size) edge = undefined;
-    while (size < target) {
-      const next = Math.min(target, size + chunk);
-      // Between steps: out of time, or the next step would take the pass past maxLeaves.
-      const full = tiled > 0 && tiled + (next - size) > maxLeaves;
-      if (full || visit.outOfTime?.()) return { ...result, size, partial: true };
-      tiled += next - size;
-      edge ??=
-        size === 0
-          ? emptyEdge()
-          : await edgeFromTiles(size, async (t) => {
-              return (await deps.objects.get(tileKey(visit.tenant, visit.stream, t)))?.body;
-            });
-      const at = { tenant: visit.tenant, stream: visit.stream, head, treeBase };
-      const leaves = await segmentLeaves(deps, at, size, next, TILE_READ_CONCURRENCY);
-      const extended = extendTiles(edge, leaves);
-      if (next === target && tree) {
-        // 3. The head's frontier must be the tree of the events it heads.
-        const root = frontierRoot(tree.frontier, tree.treeSize);
-        if (!sameBytes(edgeRoot(extended.edge), root)) {
-          throw new TamperedLedgerError(
-            head.seq,
-            "the head's frontier is not the tree of the stream's events",
-          );
+    const steps = new LeafSteps(
+      deps,
+      { tenant: visit.tenant, stream: visit.stream, head, treeBase },
+      TILE_READ_CONCURRENCY,
+    );
+    try {
+      while (size < target) {
+        const next = Math.min(target, size + chunk);
+        // Between steps: out of time, or the next step would take the pass past maxLeaves.
+        const full = tiled > 0 && tiled + (next - size) > maxLeaves;
+        if (full || visit.outOfTime?.()) return { ...result, size, partial: true };
+        tiled += next - size;
+        edge ??=
+          size === 0
+            ? emptyEdge()
+            : await edgeFromTiles(size, async (t) => {
+                return (await deps.objects.get(tileKey(visit.tenant, visit.stream, t)))?.body;
+              });
+        const leaves = await steps.read(size, next);
+        // The next step's leaves are read while this step's tiles and record are written.
+        const after = Math.min(target, next + chunk);
+        if (tiled + (after - next) <= maxLeaves) steps.readAhead(next, after);
+        const extended = extendTiles(edge, leaves);
+        if (next === target && tree) {
+          // 3. The head's frontier must be the tree of the events it heads.
+          const root = frontierRoot(tree.frontier, tree.treeSize);
+          if (!sameBytes(edgeRoot(extended.edge), root)) {
+            throw new TamperedLedgerError(
+              head.seq,
+              "the head's frontier is not the tree of the stream's events",
+            );
+          }
         }
+        result.tilesWritten += await putTiles(deps.objects, visit, extended.tiles);
+        await moveRecord(deps.records, visit, { treeBase, from: size, to: next, had: !!record });
+        size = next;
+        edge = extended.edge;
       }
-      result.tilesWritten += await putTiles(deps.objects, visit, extended.tiles);
-      await moveRecord(deps.records, visit, { treeBase, from: size, to: next, had: !!record });
-      size = next;
-      edge = extended.edge;
+    } finally {
+      await steps.settle();
     }
     result.size = size;
     if (tree) return result;

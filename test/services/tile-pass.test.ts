@@ -38,6 +38,7 @@ import { allStores, type StorePair } from '../support/stores.js';
 
 interface Counts {
   segmentGets: number;
+  inFlightGets: number;
   tilePuts: number;
   inFlightPuts: number;
   maxInFlightPuts: number;
@@ -55,6 +56,7 @@ interface Faults {
 const instrumented = (stores: StorePair, faults: Faults = {}) => {
   const counts: Counts = {
     segmentGets: 0,
+    inFlightGets: 0,
     tilePuts: 0,
     inFlightPuts: 0,
     maxInFlightPuts: 0,
@@ -63,9 +65,15 @@ const instrumented = (stores: StorePair, faults: Faults = {}) => {
   let moves = 0;
   const objects: ObjectStore = {
     ...stores.objects,
-    get: (key) => {
-      if (key.includes('/seg/')) counts.segmentGets++;
-      return stores.objects.get(key);
+    get: async (key) => {
+      if (!key.includes('/seg/')) return stores.objects.get(key);
+      counts.segmentGets++;
+      counts.inFlightGets++;
+      try {
+        return await stores.objects.get(key);
+      } finally {
+        counts.inFlightGets--;
+      }
     },
     head: (key) => stores.objects.head(key),
     list: (prefix, options) => stores.objects.list(prefix, options),
@@ -103,6 +111,32 @@ const instrumented = (stores: StorePair, faults: Faults = {}) => {
     },
   };
   return { objects, records, counts };
+};
+
+/**
+ * Segment GETs of steps over these leaf ranges: a segment's last event is in its record, any
+ * other leaf of a step needs its bytes.
+ */
+const expectedGets = (
+  segments: ReadonlyArray<[number, number]>,
+  steps: ReadonlyArray<[number, number]>,
+) => {
+  let gets = 0;
+  for (const [start, end] of steps) {
+    const [from, to] = [start + 1, end];
+    for (const [first, last] of segments) {
+      if (last >= from && first <= to && Math.max(from, first) !== last) gets++;
+    }
+  }
+  return gets;
+};
+
+const stepsOf = (size: number, chunk: number): Array<[number, number]> => {
+  const steps: Array<[number, number]> = [];
+  for (let start = 0; start < size; start += chunk) {
+    steps.push([start, Math.min(size, start + chunk)]);
+  }
+  return steps;
 };
 
 describe.each(allStores.filter((f) => f.enabled))('a tiling pass on $name', (factory) => {
@@ -170,15 +204,7 @@ describe.each(allStores.filter((f) => f.enabled))('a tiling pass on $name', (fac
     const segments = await append('mixed', sizes);
     const total = sizes.reduce((a, b) => a + b, 0);
     const chunk = 64;
-    // A segment's last event is in its record; any other leaf of the step needs its bytes.
-    let expected = 0;
-    for (let start = 0; start < total; start += chunk) {
-      const [from, to] = [start + 1, Math.min(total, start + chunk)];
-      for (const [first, last] of segments) {
-        if (last < from || first > to) continue;
-        if (Math.max(from, first) !== last) expected++;
-      }
-    }
+    const expected = expectedGets(segments, stepsOf(total, chunk));
     const { objects, records, counts } = instrumented(stores);
     const result = await pass({ objects, records }, 'mixed', { chunk });
     expect(result).toMatchObject({ size: total, partial: false });
@@ -190,17 +216,49 @@ describe.each(allStores.filter((f) => f.enabled))('a tiling pass on $name', (fac
   it('stops a pass before a step that would take it past maxLeaves; the next pass goes on', {
     timeout: 180_000,
   }, async () => {
-    await append(
+    const segments = await append(
       'long',
       Array.from({ length: 14 }, () => 50),
     );
-    const first = await pass(stores, 'long', { chunk: 256, maxLeaves: 600 });
+    const { objects, records, counts } = instrumented(stores);
+    const first = await pass({ objects, records }, 'long', { chunk: 256, maxLeaves: 600 });
     expect(first).toMatchObject({ size: 512, partial: true });
+    // No step read ahead past maxLeaves.
+    expect(counts.segmentGets).toBe(expectedGets(segments, stepsOf(512, 256)));
     expect(await stores.records.get(tilesKey('acme', 'long'))).toMatchObject({ size: 512 });
     // At least one step, whatever maxLeaves says.
     const second = await pass(stores, 'long', { chunk: 256, maxLeaves: 1 });
     expect(second).toMatchObject({ size: 700, partial: false });
     await expectTiles('long', 700);
+  });
+
+  it("reads a step's leaves while the step before writes its tiles; a pass out of time leaves no read in flight", {
+    timeout: 180_000,
+  }, async () => {
+    const segments = await append(
+      'ahead',
+      Array.from({ length: 30 }, () => 10),
+    );
+    let queriesAtFirstMove = 0;
+    const { objects, records, counts } = instrumented(stores, {
+      // Step 2's read began (its index query is its first request) before step 1's tiles
+      // were put and its record moved.
+      moveRecord: (n) => {
+        if (n === 1) queriesAtFirstMove = counts.indexQueries;
+      },
+    });
+    let checks = 0;
+    const result = await pass({ objects, records }, 'ahead', {
+      chunk: 100,
+      outOfTime: () => ++checks > 2,
+    });
+    expect(result).toMatchObject({ size: 200, partial: true });
+    expect(queriesAtFirstMove).toBe(2);
+    // Steps 1 and 2, and step 3 read ahead (unused: the pass was out of time), settled.
+    expect(counts.segmentGets).toBe(expectedGets(segments, stepsOf(300, 100)));
+    expect(counts.inFlightGets).toBe(0);
+    await expect(pass(stores, 'ahead', { chunk: 100 })).resolves.toMatchObject({ size: 300 });
+    await expectTiles('ahead', 300);
   });
 
   it('keeps at most TILE_WRITE_CONCURRENCY tile PUTs in flight', {
