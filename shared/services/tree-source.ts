@@ -101,6 +101,13 @@ export interface StreamHashSourceOptions {
   retryAfterMs?: number;
 }
 
+/**
+ * Lets the event loop run before each batch of a proof: on the embedded stores every read is
+ * synchronous (SQLite), so 20 concurrent proofs would otherwise run as one uninterrupted
+ * stretch of microtasks and hold /healthz for all of it.
+ */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export class StreamHashSource implements HashSource {
   readonly #o: StreamHashSourceOptions;
   readonly #tiles: TileHashSource;
@@ -115,6 +122,7 @@ export class StreamHashSource implements HashSource {
   }
 
   async nodeHashes(nodes: readonly NodeId[]): Promise<Uint8Array[]> {
+    await yieldToLoop();
     const tileNodes: NodeId[] = [];
     const storedNodes: NodeId[] = [];
     const ranges: Array<{ start: number; end: number }> = [];
