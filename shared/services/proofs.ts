@@ -25,12 +25,12 @@ import type { KeyRing } from '../ports/signer.js';
 import type { HeadRecord } from './layout.js';
 import type { Reader } from './reader.js';
 import { signTree, type TreeState, treeOf } from './tree-commit.js';
+import { segmentLeaves } from './tree-leaves.js';
 import {
   indexNodeReader,
   objectTileReader,
   readTilesRecord,
   StreamHashSource,
-  segmentLeaves,
 } from './tree-source.js';
 
 /**
@@ -57,7 +57,19 @@ export interface ProofServiceOptions {
   maxLeaves?: number;
   /** Retry-After of a proof past that budget. Default 30 s. */
   retryAfterMs?: number;
+  /** Proofs computed at once; the others wait their turn. Default PROOF_CONCURRENCY. */
+  maxConcurrent?: number;
 }
+
+/**
+ * Proofs computed at once by one service. On the embedded stores every read is synchronous,
+ * so a proof runs in a few stretches of the event loop, one per batch of hashes (~1-2 ms
+ * each, StreamHashSource gives the loop a turn before each): with all 20 of 20 concurrent
+ * proofs in every turn, /healthz waited for the whole lot (~300 ms on a loaded machine);
+ * with 4, for at most 4 stretches. On S3/DynamoDB reads are I/O and a Lambda serves one
+ * request at a time: the gate costs nothing there.
+ */
+export const PROOF_CONCURRENCY = 4;
 
 interface Opened {
   head: HeadRecord;
@@ -67,9 +79,29 @@ interface Opened {
 
 export class ProofService {
   readonly #o: ProofServiceOptions;
+  #running = 0;
+  readonly #waiting: Array<() => void> = [];
 
   constructor(options: ProofServiceOptions) {
     this.#o = options;
+  }
+
+  /** Runs `work` once fewer than maxConcurrent proofs run, after a turn of the event loop. */
+  async #turn<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#running >= (this.#o.maxConcurrent ?? PROOF_CONCURRENCY)) {
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    } else {
+      this.#running++;
+    }
+    try {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return await work();
+    } finally {
+      // The slot passes to the next waiter as it is (running unchanged), else it is freed.
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    }
   }
 
   /** The published keys, current first (`GET /v1/signing-keys`). */
@@ -80,7 +112,7 @@ export class ProofService {
   /** The signed head of the stream's tree now. */
   async treeHead(tenant: string, stream: string): Promise<SignedTreeHead> {
     const ring = this.#ring();
-    const { tree } = await this.#open(tenant, stream);
+    const { tree } = await this.#turn(() => this.#open(tenant, stream));
     return signTree(ring.current, { tenant, stream, now: this.#o.clock.now() }, tree);
   }
 
@@ -90,6 +122,15 @@ export class ProofService {
     stream: string,
     seq: number,
     treeSize?: number,
+  ): Promise<InclusionProofJson> {
+    return this.#turn(() => this.#inclusion(tenant, stream, seq, treeSize));
+  }
+
+  #inclusion(
+    tenant: string,
+    stream: string,
+    seq: number,
+    treeSize: number | undefined,
   ): Promise<InclusionProofJson> {
     return this.#o.reader.retrying(async () => {
       const { head, tree, source } = await this.#open(tenant, stream);
@@ -121,6 +162,15 @@ export class ProofService {
     stream: string,
     from: number,
     to?: number,
+  ): Promise<ConsistencyProofJson> {
+    return this.#turn(() => this.#consistency(tenant, stream, from, to));
+  }
+
+  #consistency(
+    tenant: string,
+    stream: string,
+    from: number,
+    to: number | undefined,
   ): Promise<ConsistencyProofJson> {
     return this.#o.reader.retrying(async () => {
       const { tree, source } = await this.#open(tenant, stream);
@@ -169,7 +219,7 @@ export class ProofService {
       tiles: objectTileReader(objects, tenant, stream),
       tiledSize,
       tree,
-      leaves: (start, end) => segmentLeaves(reader, at, start, end),
+      leaves: (start, end) => segmentLeaves({ objects, records }, at, start, end),
       stored: indexNodeReader(records, { tenant, stream, treeBase: tree.treeBase }),
       maxLeaves: this.#o.maxLeaves,
       retryAfterMs: this.#o.retryAfterMs,

@@ -1,7 +1,6 @@
-import { InvalidFormatError, PrunedError, UnavailableError } from '../domain/errors.js';
+import { InvalidFormatError, UnavailableError } from '../domain/errors.js';
 import {
   completedNodeIds,
-  eventLeafHash,
   type HashSource,
   hexToHash,
   isSize,
@@ -14,8 +13,7 @@ import {
 import { tileKey } from '../domain/merkle/tiles.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
-import { type HeadRecord, pad16, SEGMENT_INDEX_PREFIX, streamPk } from './layout.js';
-import type { Reader } from './reader.js';
+import { pad16, SEGMENT_INDEX_PREFIX, streamPk } from './layout.js';
 import { STORED_NODE_LEVEL, type TreeState, tilesKey } from './tree-commit.js';
 
 /**
@@ -66,41 +64,6 @@ export const objectTileReader = (
   readTile: async (tile) => (await objects.get(tileKey(tenant, stream, tile)))?.body,
 });
 
-/**
- * Leaf hashes [start, end) of a stream's tree, from its verified segments (event seq
- * `treeBase + i + 1` is leaf i). Events below the pruning point are gone: ErrPruned.
- */
-export const segmentLeaves = async (
-  reader: Reader,
-  at: { tenant: string; stream: string; head: HeadRecord; treeBase: number },
-  start: number,
-  end: number,
-): Promise<Uint8Array[]> => {
-  const { tenant, stream, head, treeBase } = at;
-  const from = treeBase + start + 1;
-  const to = treeBase + end;
-  if ((head.prunedSeq ?? 0) >= from) throw new PrunedError(stream, head.prunedSeq ?? 0);
-  const leaves: Uint8Array[] = [];
-  await reader.walk(
-    tenant,
-    stream,
-    from,
-    undefined,
-    () => ({ only: { from, to } }),
-    (segment) => {
-      for (const e of segment.events) {
-        if (e.seq >= from && e.seq <= to) leaves.push(eventLeafHash(e.hash));
-      }
-      return (segment.events.at(-1)?.seq ?? to) < to;
-    },
-    to,
-  );
-  if (leaves.length !== end - start) {
-    throw new InvalidFormatError(`segments hold ${leaves.length} of leaves ${start}..${end - 1}`);
-  }
-  return leaves;
-};
-
 type Plan =
   | { kind: 'tile'; at: number }
   | { kind: 'stored'; at: number; node: NodeId }
@@ -138,6 +101,13 @@ export interface StreamHashSourceOptions {
   retryAfterMs?: number;
 }
 
+/**
+ * Lets the event loop run before each batch of a proof: on the embedded stores every read is
+ * synchronous (SQLite), so 20 concurrent proofs would otherwise run as one uninterrupted
+ * stretch of microtasks and hold /healthz for all of it.
+ */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export class StreamHashSource implements HashSource {
   readonly #o: StreamHashSourceOptions;
   readonly #tiles: TileHashSource;
@@ -152,6 +122,7 @@ export class StreamHashSource implements HashSource {
   }
 
   async nodeHashes(nodes: readonly NodeId[]): Promise<Uint8Array[]> {
+    await yieldToLoop();
     const tileNodes: NodeId[] = [];
     const storedNodes: NodeId[] = [];
     const ranges: Array<{ start: number; end: number }> = [];

@@ -184,6 +184,26 @@ describe.each(allStores.filter((f) => f.enabled))('proofs past the tiles on $nam
     expect(beta.treeSize).toBe(40);
   });
 
+  it('reads no segment for a proof on an untiled tail of one-event segments (their records hold the leaves)', {
+    timeout: 180_000,
+  }, async () => {
+    await append('acme', 'ones', 200, 1);
+    const tree = await naive('acme', 'ones');
+    const { proofs, reads, reset } = counted();
+    for (const seq of [1, 100, 133, 199, 200]) {
+      reset();
+      const p = await proofs.inclusion('acme', 'ones', seq);
+      const leaf = tree.node(0, seq - 1);
+      expect(verifyInclusion(leaf, seq - 1, 200, p.path.map(unhex), tree.root())).toBe(true);
+      // On main: a segment read per leaf under 16-leaf subtrees (up to LOW_LEAVES of them).
+      expect(reads().segments, `seq ${seq}`).toBe(0);
+    }
+    reset();
+    const c = await proofs.consistency('acme', 'ones', 37, 200);
+    expect(verifyConsistency(37, 200, c.path.map(unhex), tree.root(37), tree.root())).toBe(true);
+    expect(reads().segments).toBe(0);
+  });
+
   it('answers ErrUnavailable with a Retry-After, reading nothing, where no record holds the subtrees; one compactor pass tiles them', {
     timeout: 180_000,
   }, async () => {
