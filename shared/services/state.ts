@@ -6,12 +6,7 @@ import {
   TamperedLedgerError,
 } from '../domain/errors.js';
 import { genesisHash, type LedgerEvent } from '../domain/event.js';
-import {
-  decodeAnySnapshot,
-  encodeSnapshot,
-  type StateRootRef,
-  snapshotKey,
-} from '../domain/snapshot.js';
+import { decodeAnySnapshot, encodeSnapshot, type StateRootRef } from '../domain/snapshot.js';
 import {
   DELTA_EVENT,
   type DeltaPayload,
@@ -33,20 +28,19 @@ import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
 import { ChunkCache, ChunkStore, type StoredKnowledge } from './chunk-store.js';
-import {
-  baseDueKey,
-  type HeadRecord,
-  SNAPSHOT_INDEX_PREFIX,
-  type SnapshotIndexRecord,
-  snapshotIndexKey,
-  snapshotIndexSk,
-  streamPk,
-  toSnapshotIndex,
-} from './layout.js';
+import { type HeadRecord, type SnapshotIndexRecord, toSnapshotIndex } from './layout.js';
 import { yielding } from './loop-turns.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
 import { bindBase, HeadStateCheck } from './state-binding.js';
+import {
+  baseDueKey,
+  SNAPSHOT_INDEX_PREFIX,
+  snapshotIndexKey,
+  snapshotIndexSk,
+  snapshotKey,
+  streamPk,
+} from './storage-keys.js';
 import { hasRefs, ValueStore } from './values.js';
 import { WorkingState } from './working-state.js';
 
