@@ -1,5 +1,7 @@
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { Item, ItemKey } from '../ports/record-store.js';
+import { segmentIndexSk, snapshotIndexSk } from './storage-keys.js';
+import { TamperedObjectError } from './tampered.js';
 
 /**
  * The records of a stream's chain as stored, and their parsers. Where each record lives is
@@ -162,22 +164,44 @@ export const toHead = (item: Item): HeadRecord => ({
   updatedAt: num(item, 'updatedAt'),
 });
 
-export const toSegmentIndex = (item: Item): SegmentIndexRecord => ({
-  ...optional({ size: optNum(item, 'size'), createdAt: optNum(item, 'createdAt') }),
-  firstSeq: num(item, 'firstSeq'),
-  lastSeq: num(item, 'lastSeq'),
-  prevHash: str(item, 'prevHash'),
-  lastHash: str(item, 'lastHash'),
-  objectKey: str(item, 'objectKey'),
-});
+/**
+ * An index record names its seq twice: in its key (what queries find it by) and in its body
+ * (what readers use). A record copied under another seq's key is tampering, refused here for
+ * every reader (the tamper matrix, docs/ledger-format.md).
+ */
+const keyed = <R>(item: Item, sk: string, object: 'segment' | 'snapshot', seq: number, r: R): R => {
+  if (item.sk !== sk) {
+    throw new TamperedObjectError(
+      object,
+      { firstBadSeq: Math.max(seq, 1), seq },
+      `the ${object} index record at ${item.sk} names seq ${seq}`,
+    );
+  }
+  return r;
+};
 
-export const toSnapshotIndex = (item: Item): SnapshotIndexRecord => ({
-  ...optional({ deltas: optNum(item, 'deltas'), stateSeq: optNum(item, 'stateSeq') }),
-  seq: num(item, 'seq'),
-  hash: str(item, 'hash'),
-  stateDigest: str(item, 'stateDigest'),
-  objectKey: str(item, 'objectKey'),
-});
+export const toSegmentIndex = (item: Item): SegmentIndexRecord => {
+  const lastSeq = num(item, 'lastSeq');
+  return keyed(item, segmentIndexSk(lastSeq), 'segment', lastSeq, {
+    ...optional({ size: optNum(item, 'size'), createdAt: optNum(item, 'createdAt') }),
+    firstSeq: num(item, 'firstSeq'),
+    lastSeq,
+    prevHash: str(item, 'prevHash'),
+    lastHash: str(item, 'lastHash'),
+    objectKey: str(item, 'objectKey'),
+  });
+};
+
+export const toSnapshotIndex = (item: Item): SnapshotIndexRecord => {
+  const seq = num(item, 'seq');
+  return keyed(item, snapshotIndexSk(seq), 'snapshot', seq, {
+    ...optional({ deltas: optNum(item, 'deltas'), stateSeq: optNum(item, 'stateSeq') }),
+    seq,
+    hash: str(item, 'hash'),
+    stateDigest: str(item, 'stateDigest'),
+    objectKey: str(item, 'objectKey'),
+  });
+};
 
 export const toIdempotency = (item: Item): IdempotencyRecord => ({
   stream: str(item, 'stream'),
