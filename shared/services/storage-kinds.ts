@@ -207,6 +207,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / ckpt#{INV - seq}',
     what: 'a checkpoint list entry: label, meta, parent, state digest',
     matches: inStream(prefixed(CKPT_PREFIX, SEQ)),
+    limit: 'its createdAt (the commit’s time, not the event’s) is served as stored',
     tamper: {
       edit: listed('checkpoint'),
       'swap-stream': listed('checkpoint'),
@@ -242,7 +243,12 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / ikey#{incarnation}#{key}',
     what: "a client's Idempotency-Key: the request digest and the answer a retry gets",
     matches: inStream(prefixed(CLIENT_IDEMPOTENCY_PREFIX)),
-    outcome: 'TODO',
+    outcome:
+      'a retry is answered from it. Deleted: the retry is committed again, a second batch ' +
+      '(the chain stays whole). Its digest edited: the retry is refused ' +
+      '(ErrIdempotencyKeyReused). Its answer edited: the retry answers it, its receipt ' +
+      'signed again over the edited fields, which a client that checks receipts against a ' +
+      'head it trusts refuses',
   },
   {
     name: 'idempotency-legacy',
@@ -251,7 +257,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#idem#{key} / idem',
     what: 'an idempotency record from before incarnations (read only)',
     matches: inPk(new RegExp(`^t#${ID}#idem#.+$`), exactly('idem')),
-    outcome: 'TODO',
+    outcome:
+      'read only in the 24 h after a stream got its incarnation (legacyIdemUntil); ' +
+      'outside them, edited or deleted, it changes nothing',
   },
   {
     name: 'idempotency-service',
@@ -260,7 +268,10 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / idem#{key}',
     what: "the service's own idempotency key (an effect's ledger event)",
     matches: inStream(prefixed(SERVICE_IDEMPOTENCY_PREFIX)),
-    outcome: 'TODO',
+    outcome:
+      "dedupes an effect's ledger event; the effect record keeps the event's seq, so " +
+      'edited or deleted it changes nothing: a begin answers the result and appends ' +
+      'nothing',
   },
   {
     name: 'writer-lease',
@@ -269,7 +280,10 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / writer-lease',
     what: 'the writer lease: owner, epoch, expiry, exclusive',
     matches: inStream(exactly(WRITER_LEASE_SK)),
-    outcome: 'TODO',
+    outcome:
+      "edited (its epoch moved) or deleted: the lease is lost and the holder's fenced " +
+      'writes are refused (ErrFenced): fail safe. GET /v1/streams shows the lease as ' +
+      'stored',
   },
   {
     name: 'refused',
@@ -278,7 +292,10 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / refused#{firstSeq}',
     what: "a fenced writer's segment the exclusive lease refused",
     matches: inStream(prefixed(REFUSED_PREFIX, SEQ)),
-    outcome: 'TODO',
+    outcome:
+      'deleted or edited: a writer rolling the refused batch forward no longer sees it ' +
+      'was refused and may commit it, although its writer was answered ErrFenced (a batch ' +
+      'of this stream chained on the head: the chain stays whole)',
   },
   {
     name: 'tiles',
@@ -287,7 +304,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / tiles',
     what: 'the tree size whose tiles are stored',
     matches: inStream(exactly(TILES_SK)),
-    outcome: 'TODO',
+    outcome:
+      'lowered or deleted: proofs take the hashes from the segments instead (the same ' +
+      "proofs, more reads); tiles are checked against the head's root (see tile)",
   },
   {
     name: 'compactor-lease',
@@ -296,7 +315,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / compactor-lease',
     what: "a compactor's lease on the stream",
     matches: inStream(exactly(COMPACTOR_LEASE_SK)),
-    outcome: 'TODO',
+    outcome:
+      'deleted: another compactor may visit the stream at once (every step is idempotent ' +
+      'and conditional); a far expiry: the stream is not compacted until it passes',
   },
   {
     name: 'base-due',
@@ -305,7 +326,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / basedue#{seq}',
     what: 'a base snapshot due at seq',
     matches: inStream(prefixed(BASE_DUE_PREFIX, SEQ)),
-    outcome: 'TODO',
+    outcome:
+      'deleted or moved: the compactor writes another base, or none (reads replay more ' +
+      'deltas); every base is bound to the chain',
   },
   {
     name: 'garbage',
@@ -314,7 +337,10 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / gc#{deleteAfter}#{tag}',
     what: 'superseded objects to delete after their grace',
     matches: inStream(prefixed(GARBAGE_PREFIX, /^\d{16}#.+$/)),
-    outcome: 'TODO',
+    outcome:
+      'deleted: the superseded objects stay, unnamed (the orphan sweep finds them); ' +
+      'edited to name live objects: the compactor deletes them after the grace, and reads ' +
+      'of them then fail closed',
   },
   {
     name: 'orphan',
@@ -323,7 +349,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / orphan#{objectKey}',
     what: 'an object under seg/ no index record names',
     matches: inStream(prefixed(ORPHAN_PREFIX)),
-    outcome: 'TODO',
+    outcome:
+      'deleted: the next sweep records it again; the sweep deletes an object only if no ' +
+      'index record names it',
   },
   {
     name: 'sweep',
@@ -332,7 +360,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / sweep',
     what: 'an orphan sweep is due',
     matches: inStream(exactly(SWEEP_SK)),
-    outcome: 'TODO',
+    outcome: 'deleted or moved: the orphan sweep runs at the next merge instead',
   },
   {
     name: 'stream-index',
@@ -341,8 +369,10 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#streams / {stream}',
     what: "the tenant's list of streams",
     matches: inPk(new RegExp(`^t#${ID}#streams$`), any),
-    outcome: 'TODO',
-    limit: 'a deleted entry hides its stream from GET /v1/streams (the stream reads as before)',
+    outcome: 'deleted: the stream is not listed; edited: nothing (only the key is read)',
+    limit:
+      'GET /v1/streams lists the index as stored and serves each head’s seq and time and its ' +
+      'writer lease unchecked: a deleted entry hides its stream (it reads and verifies as before)',
   },
   {
     name: 'chunk-ref',
@@ -351,7 +381,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#chunkrefs / {stream}#{kind}#{id}',
     what: 'a root whose chunks the chunk GC must keep',
     matches: inPk(new RegExp(`^t#${ID}#chunkrefs$`), any),
-    outcome: 'TODO',
+    outcome:
+      'deleted or edited: the chunk GC may delete chunks a base or a value needs; reads ' +
+      'of them then fail closed (ErrTamperedLedger), never a wrong value',
   },
   {
     name: 'chunk-gc-marker',
@@ -360,7 +392,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#chunkgc / marker',
     what: "the tenant chunk GC's generation and condemned list",
     matches: inPk(new RegExp(`^t#${ID}#chunkgc$`), exactly('marker')),
-    outcome: 'TODO',
+    outcome:
+      'moved or deleted: the tenant chunk GC restarts or repeats a collection; a chunk it ' +
+      'deletes while a base needs it makes reads fail closed',
   },
   {
     name: 'chunk-gc-due',
@@ -369,7 +403,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: `${CHUNK_GC_DUE_PK} / {tenant}`,
     what: 'a chunk GC visit of the tenant is due',
     matches: inPk(new RegExp(`^${CHUNK_GC_DUE_PK}$`), any),
-    outcome: 'TODO',
+    outcome: 'deleted or moved: the chunk GC runs at the next release of a reference instead',
   },
   {
     name: 'work-marker',
@@ -378,7 +412,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 'compact#{shard} / {tenant}#{stream}',
     what: 'the stream is worth a compactor visit',
     matches: inPk(/^compact#\d+$/, any),
-    outcome: 'TODO',
+    outcome: 'deleted or edited: the stream waits for its next marker or scheduled visit',
   },
   {
     name: 'visit',
@@ -387,7 +421,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 'due#{shard} / {dueAt}#{tenant}#{stream}',
     what: 'a compactor visit scheduled at dueAt',
     matches: inPk(/^due#\d+$/, any),
-    outcome: 'TODO',
+    outcome: 'deleted or edited: that work waits for the next marker',
   },
   {
     name: 'witness-marker',
@@ -396,7 +430,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: `${WITNESS_PREFIX}{shard} / {tenant}#{stream}`,
     what: 'the stream moved since the witness last published it',
     matches: inPk(new RegExp(`^${WITNESS_PREFIX}\\d+$`), any),
-    outcome: 'TODO',
+    outcome:
+      'deleted or edited: the witness does not publish the stream until it moves again ' +
+      '(the newest witnessed head is older; audits judge the ones published)',
   },
   {
     name: 'signing-keys',
@@ -405,7 +441,10 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 'signing-keys / signing-keys',
     what: 'the public keys that have signed heads',
     matches: (k) => k.pk === SIGNING_KEYS_KEY.pk && k.sk === SIGNING_KEYS_KEY.sk,
-    outcome: 'TODO',
+    outcome:
+      'a key added that the server does not hold: the server refuses to start ' +
+      '(SigningKeyMissingError); deleted: the next start records its keys again (the ' +
+      'guard against a lost key is reset)',
   },
   {
     name: 'api-key',
@@ -414,7 +453,10 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 'key#{keyId} / key',
     what: "an API key's hash, tenant and scopes",
     matches: inPk(/^key#[0-9a-f]{16}$/, exactly('key')),
-    outcome: 'TODO',
+    outcome:
+      'whoever writes the table can mint keys: a record says the tenant and scopes its ' +
+      'key acts for (a planted hash of a chosen key authenticates); deleted, the key is ' +
+      'refused (401)',
   },
   {
     name: 'bootstrap',
@@ -423,7 +465,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 'bootstrap / bootstrap',
     what: 'the operator key was created',
     matches: (k) => k.pk === BOOTSTRAP_KEY.pk && k.sk === BOOTSTRAP_KEY.sk,
-    outcome: 'TODO',
+    outcome: 'deleted: the next start mints another operator key; edited: nothing',
   },
 ];
 
@@ -526,7 +568,9 @@ export const OBJECT_KINDS: readonly ObjectKind[] = [
     key: 't/{tenant}/chunkgc/{gen}-{at}',
     what: 'the chunks a chunk GC condemned',
     matches: regex(new RegExp(`${TENANT_OBJECT}chunkgc/\\d{16}-\\d{16}$`)),
-    outcome: 'TODO',
+    outcome:
+      'edited to name live chunks: the sweep deletes them (reads of them then fail ' +
+      'closed); emptied or deleted: the collection starts over',
   },
   {
     name: 'witness-object',

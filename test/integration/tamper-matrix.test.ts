@@ -5,6 +5,8 @@ import {
   ckptSk,
   headKey,
   labelKey,
+  streamObjectPrefix,
+  streamPk,
   tileKey,
   tilesKey,
 } from '../../shared/services/storage-keys.js';
@@ -37,6 +39,7 @@ import {
   runVerify,
 } from '../support/tamper-probes.js';
 import {
+  inventory,
   JF,
   JF2,
   O,
@@ -161,6 +164,27 @@ describe.each(allStores.filter((f) => f.enabled))('the tamper matrix on $name', 
     for (const v of w.final.witness) present.add(classifyObjectKey(v.key, 'witness')?.name ?? '');
     expect(STORAGE_KINDS.map((k) => k.name).filter((n) => !present.has(n))).toEqual([]);
   });
+
+  it(
+    'reports a record and an object of a kind nobody registered, written beside the others',
+    async () => {
+      const record = { pk: streamPk(T, S), sk: 'newkind#0000000000000001' };
+      const object = `${streamObjectPrefix(T, S)}newthing/1`;
+      await w.track.records.put({ ...record, seq: 1 });
+      await w.stores.objects.putIfAbsent(object, Buffer.from('new'));
+      try {
+        expect(unclassified(await inventory(w))).toEqual([
+          `${record.pk}\u0000${record.sk}`,
+          object,
+        ]);
+      } finally {
+        await w.stores.records.delete(record);
+        await w.stores.objects.delete(object);
+      }
+      expect(unclassified(await inventory(w))).toEqual([]);
+    },
+    CASE,
+  );
 
   it('has a matrix entry for every kind', () => {
     const missing = STORAGE_KINDS.filter((k) =>

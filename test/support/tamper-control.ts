@@ -1,4 +1,7 @@
 import { expect } from 'vitest';
+import { TamperedHistoryError } from '../../shared/client/proofs.js';
+import { MemoryTrustStore } from '../../shared/client/trust-store.js';
+import type { SignedTreeHead } from '../../shared/domain/signed-head.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { checkSigningKeys, SigningKeyMissingError } from '../../shared/services/signing-keys.js';
 import {
@@ -64,10 +67,23 @@ export const CONTROL_CASES: Record<string, ControlCase> = {
   idempotency: {
     edit: set({ digest: 'f'.repeat(64) }),
     outcome: {
-      // The stored digest no longer matches: the retry is refused, nothing written.
-      edit: async (w) => {
+      // The stored digest no longer matches: the retry is refused, nothing written. The
+      // answer edited instead (its receipt's root): the server signs it again as it is, and
+      // only a client that trusts a head of the stream refuses it.
+      edit: async (w, item) => {
         const before = w.track.writes();
         await expect(retry(w)).rejects.toMatchObject({ code: 'ErrIdempotencyKeyReused' });
+        const receipt = item.receipt as { rootHash: string };
+        const forged = `${receipt.rootHash.slice(0, -1)}${receipt.rootHash.endsWith('0') ? 1 : 0}`;
+        await w.stores.records.put({ ...item, receipt: { ...receipt, rootHash: forged } });
+        const answered = await retry(w);
+        expect(answered).toMatchObject({ replayed: true, treeHead: { rootHash: forged } });
+        expect(w.ring.verifier().verify(answered.treeHead as SignedTreeHead).ok).toBe(true);
+        const trusting = httpClient(w, new MemoryTrustStore());
+        await trusting.readEvents(S, { limit: 1000 });
+        await expect(
+          trusting.append(S, IDEM_EVENTS, { idempotencyKey: IDEM_KEY }),
+        ).rejects.toBeInstanceOf(TamperedHistoryError);
         expect(w.track.writes()).toBe(before);
       },
       // Gone: the retry is a new request, committed again (a second batch).
