@@ -13,12 +13,14 @@ import {
 import {
   classifyObjectKey,
   classifyRecordKey,
+  STORAGE_KINDS,
+} from '../../shared/services/storage-kinds.js';
+import {
   type Detection,
   MUTATIONS,
   type Mutation,
-  STORAGE_KINDS,
   type StorageKind,
-} from '../../shared/services/storage-kinds.js';
+} from '../../shared/services/storage-kinds-model.js';
 import { allStores } from '../support/stores.js';
 import { CONTROL_CASES, controlCase, unclassified } from '../support/tamper-control.js';
 import {
@@ -38,17 +40,8 @@ import {
   runReads,
   runVerify,
 } from '../support/tamper-probes.js';
-import {
-  inventory,
-  JF,
-  JF2,
-  O,
-  recordId,
-  S,
-  T,
-  type TamperWorld,
-  tamperWorld,
-} from '../support/tamper-world.js';
+import { inventory, recordId } from '../support/tamper-stores.js';
+import { JF, JF2, O, S, T, type TamperWorld, tamperWorld } from '../support/tamper-world.js';
 
 /**
  * Issue 20, the tamper matrix that cannot go stale. The kinds come from the storage-kinds
@@ -97,6 +90,8 @@ const TARGETS: Record<string, (w: TamperWorld) => Target | undefined> = {
   // The root chunk of the value S sets by ref, which its bases and the fork hold too.
   chunk: (w) => ({ id: chunkKey(T, w.refHash), stream: S, twin: O }),
   'witness-object': () => undefined,
+  // A write of c2, a label below the tip (cases run once the module binds pending writes).
+  'pending-write': (w) => inS(w, 'pending-write').find((t) => t.id.includes('pw#c2#')),
 };
 
 const kindNamed = (name: string): StorageKind => {

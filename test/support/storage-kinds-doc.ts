@@ -1,9 +1,9 @@
+import { STORAGE_KINDS } from '../../shared/services/storage-kinds.js';
 import {
   type Detection,
   MUTATIONS,
-  STORAGE_KINDS,
   type StorageKind,
-} from '../../shared/services/storage-kinds.js';
+} from '../../shared/services/storage-kinds-model.js';
 
 /**
  * The tables of docs/ledger-format.md, "Storage kinds and the tamper matrix", as the module

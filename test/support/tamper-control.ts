@@ -9,21 +9,17 @@ import {
   streamIndexKey,
   writerLeaseKey,
 } from '../../shared/services/storage-keys.js';
-import {
-  classifyObjectKey,
-  classifyRecordKey,
-  type StorageKind,
-} from '../../shared/services/storage-kinds.js';
+import { classifyObjectKey, classifyRecordKey } from '../../shared/services/storage-kinds.js';
+import type { StorageKind } from '../../shared/services/storage-kinds-model.js';
 import { inStream, keysOfKind, resync, Tamperer } from './tamper-mutations.js';
 import type { Answer } from './tamper-probes.js';
 import { runReads, runVerify } from './tamper-probes.js';
+import { type Inventory, recordId } from './tamper-stores.js';
 import {
   FENCED,
   httpClient,
   IDEM_EVENTS,
   IDEM_KEY,
-  type Inventory,
-  recordId,
   S,
   T,
   type TamperWorld,

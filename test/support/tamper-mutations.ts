@@ -1,19 +1,9 @@
 import type { Item, ItemKey } from '../../shared/ports/record-store.js';
 import { streamObjectPrefix, streamPk } from '../../shared/services/storage-keys.js';
-import {
-  classifyObjectKey,
-  classifyRecordKey,
-  type Mutation,
-  type StorageKind,
-} from '../../shared/services/storage-kinds.js';
-import {
-  type Inventory,
-  recordId,
-  storedObjects,
-  storedRecordKeys,
-  T,
-  type TamperWorld,
-} from './tamper-world.js';
+import { classifyObjectKey, classifyRecordKey } from '../../shared/services/storage-kinds.js';
+import type { Mutation, StorageKind } from '../../shared/services/storage-kinds-model.js';
+import { type Inventory, recordId, storedObjects, storedRecordKeys } from './tamper-stores.js';
+import { T, type TamperWorld } from './tamper-world.js';
 
 /**
  * The tamperings of the matrix, done to the raw stores as someone with write access to the
@@ -160,6 +150,8 @@ const EDITS: Record<string, (item: Item) => Item> = {
   'snapshot-index': (i) => ({ ...i, stateDigest: flipHex(String(i.stateDigest)) }),
   label: (i) => ({ ...i, seq: Number(i.seq) - 1 }),
   'checkpoint-entry': (i) => ({ ...i, metaJson: '{"source":"input","step":5}' }),
+  // For when pending writes are bound (issue 20: today a documented limit, no case runs).
+  'pending-write': (i) => ({ ...i, valueJson: '"forged"' }),
 };
 
 /** What a case tampers with: a stored key, its stream, and the stream swaps come from. */

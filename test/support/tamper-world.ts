@@ -7,10 +7,7 @@ import { sha256Hex } from '../../shared/domain/hashing.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { chunksOfValue } from '../../shared/domain/state-v2/index.js';
 import { createApp } from '../../shared/http/app.js';
-import type { ObjectStore } from '../../shared/ports/object-store.js';
-import type { Item, ItemKey, RecordStore } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import type { WitnessStore, WitnessVersion } from '../../shared/ports/witness-store.js';
 import type { CompactStep } from '../../shared/services/compact-types.js';
 import { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
@@ -18,7 +15,8 @@ import { Ledger, type LedgerSettings } from '../../shared/services/ledger.js';
 import { checkSigningKeys } from '../../shared/services/signing-keys.js';
 import { legacyIdempotencyKey } from '../../shared/services/storage-keys.js';
 import { counterIds, crashAt, manualClock } from './compaction.js';
-import type { StoreFactory, StorePair } from './stores.js';
+import type { StoreFactory } from './stores.js';
+import { type Inventory, inventory, type StoresView, tracked } from './tamper-stores.js';
 import { makeWitness } from './witness.js';
 
 /**
@@ -57,119 +55,10 @@ export const REF_PATH = '/doc';
 export const IDEM_KEY = 'k-notes';
 export const IDEM_EVENTS = notes(2, 'e');
 
-export interface Tracked {
-  records: RecordStore;
-  objects: ObjectStore;
-  /** Successful writes through the tracked stores so far. */
-  writes(): number;
-  /** Every record key written through them. */
-  recordKeys(): ItemKey[];
-}
-
-/** The stores as the services see them: every successful write counted, every key noted. */
-export const tracked = (records: RecordStore, objects: ObjectStore): Tracked => {
-  let writes = 0;
-  const keys = new Map<string, ItemKey>();
-  const note = (k: ItemKey) => keys.set(`${k.pk}\u0000${k.sk}`, { pk: k.pk, sk: k.sk });
-  const counted = async <R>(run: Promise<R>, noted: ItemKey[]): Promise<R> => {
-    const out = await run;
-    writes++;
-    for (const k of noted) note(k);
-    return out;
-  };
-  return {
-    writes: () => writes,
-    recordKeys: () => [...keys.values()],
-    records: {
-      get: (key) => records.get(key),
-      query: (pk, options) => records.query(pk, options),
-      put: (item, options) => counted(records.put(item, options), [item]),
-      update: (key, update, options) => counted(records.update(key, update, options), [key]),
-      delete: (key, options) => counted(records.delete(key, options), [key]),
-      transact: (ops) =>
-        counted(
-          records.transact(ops),
-          ops.flatMap((op) => (op.kind === 'check' ? [] : [op.kind === 'put' ? op.item : op.key])),
-        ),
-    },
-    objects: {
-      get: (key) => objects.get(key),
-      head: (key) => objects.head(key),
-      list: (prefix, options) => objects.list(prefix, options),
-      putIfAbsent: async (key, body) => {
-        const out = await objects.putIfAbsent(key, body);
-        if (out.created) writes++;
-        return out;
-      },
-      putIfMatch: async (key, body, etag) => {
-        const out = await objects.putIfMatch(key, body, etag);
-        if (out.created) writes++;
-        return out;
-      },
-      delete: (key) => counted(objects.delete(key), []),
-    },
-  };
-};
-
-/** What the stores hold: every record and object (with its bytes) and witness version. */
-export interface Inventory {
-  records: Map<string, Item>;
-  objects: Map<string, Uint8Array>;
-  /** The etag of each object, to tell a changed one without reading it. */
-  etags: Map<string, string>;
-  witness: WitnessVersion[];
-}
-
-export const recordId = (k: ItemKey) => `${k.pk}\u0000${k.sk}`;
-
-/** Every record key stored: those the services wrote, and what the table holds. */
-export const storedRecordKeys = async (world: TamperWorld): Promise<ItemKey[]> => {
-  const keys = new Map<string, ItemKey>();
-  for (const k of world.track.recordKeys()) keys.set(recordId(k), k);
-  for (const k of (await world.stores.scanKeys?.()) ?? []) keys.set(recordId(k), k);
-  return [...keys.values()];
-};
-
-/** Every object stored, with its etag. */
-export const storedObjects = async (world: TamperWorld): Promise<Map<string, string>> => {
-  const out = new Map<string, string>();
-  let after: string | undefined;
-  do {
-    const page = await world.stores.objects.list('', { after });
-    for (const info of page.items) out.set(info.key, info.etag);
-    after = page.next;
-  } while (after !== undefined);
-  return out;
-};
-
-export const inventory = async (world: TamperWorld): Promise<Inventory> => {
-  const { stores, witness } = world;
-  const records = new Map<string, Item>();
-  for (const k of await storedRecordKeys(world)) {
-    const item = await stores.records.get(k);
-    if (item) records.set(recordId(k), item);
-  }
-  const objects = new Map<string, Uint8Array>();
-  const etags = new Map<string, string>();
-  for (const key of (await storedObjects(world)).keys()) {
-    const stored = await stores.objects.get(key);
-    if (stored) {
-      objects.set(key, Uint8Array.from(stored.body));
-      etags.set(key, stored.etag);
-    }
-  }
-  return { records, objects, etags, witness: await witness.versions('') };
-};
-
-export interface TamperWorld {
+export interface TamperWorld extends StoresView {
   factory: StoreFactory;
-  /** The raw stores: what a tamperer writes. */
-  stores: StorePair;
-  /** The stores the services write through. */
-  track: Tracked;
   clock: ReturnType<typeof manualClock>;
   ring: KeyRing;
-  witness: WitnessStore;
   /** Where the CLI finds the witness (a directory, or s3://bucket). */
   witnessArg: string;
   /** A new ledger: no cache of an earlier read. */

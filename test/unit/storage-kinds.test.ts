@@ -5,9 +5,9 @@ import * as keys from '../../shared/services/storage-keys.js';
 import {
   classifyObjectKey,
   classifyRecordKey,
-  MUTATIONS,
   STORAGE_KINDS,
 } from '../../shared/services/storage-kinds.js';
+import { MUTATIONS } from '../../shared/services/storage-kinds-model.js';
 import {
   CHAIN_BOUND_HEADER,
   chainBoundRows,
