@@ -7,7 +7,11 @@ import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
 import { Compactor } from '../shared/services/compactor.js';
 import { Ledger } from '../shared/services/ledger.js';
-import { SEGMENT_INDEX_PREFIX, streamObjectPrefix, streamPk } from '../shared/services/storage-keys.js';
+import {
+  SEGMENT_INDEX_PREFIX,
+  streamObjectPrefix,
+  streamPk,
+} from '../shared/services/storage-keys.js';
 import { fmt, printTable } from './harness.js';
 import { payloadOfSize } from './ledger.js';
 

@@ -189,7 +189,7 @@ describe.each(allStores.filter((f) => f.enabled))('the tamper matrix on $name', 
   });
 
   it.each(cases)(
-    '$kind.name $mutation',
+    'detects the $mutation of a $kind.name',
     async ({ kind, mutation, expected }) => {
       if (kind.store === 'witness') {
         await witnessCase(w, audit, mutation, expected);
@@ -249,7 +249,7 @@ describe.each(allStores.filter((f) => f.enabled))('the tamper matrix on $name', 
       (['edit', 'delete'] as const).map((mutation) => ({ kind, mutation })),
     ),
   )(
-    '$kind.name ($kind.class) $mutation',
+    'serves every read as before after the $mutation of a $kind.name ($kind.class), and does what it says',
     async ({ kind, mutation }) => {
       await controlCase(w, kind, mutation, {
         honest,
