@@ -8,8 +8,7 @@ import { MemoryRecordStore } from '../shared/adapters/memory/memory-record-store
 import { canonicalJson } from '../shared/domain/canonical.js';
 import { genesisHash, payloadJsonOf, sealBatch } from '../shared/domain/event.js';
 import { sha256Hex } from '../shared/domain/hashing.js';
-import { decodeSegment, encodeSegment, segmentPrefix } from '../shared/domain/segment.js';
-import { snapshotKey } from '../shared/domain/snapshot.js';
+import { decodeSegment, encodeSegment } from '../shared/domain/segment.js';
 import {
   applyOps,
   DELTA_EVENT,
@@ -25,6 +24,7 @@ import { Checkpointer } from '../shared/services/checkpoint.js';
 import { CheckpointLabels } from '../shared/services/labels.js';
 import { Reader } from '../shared/services/reader.js';
 import { StateStore } from '../shared/services/state.js';
+import { segmentPrefix, snapshotKey } from '../shared/services/storage-keys.js';
 import { countingObjects } from '../test/support/counting.js';
 import { agentState, message, typicalTurn } from './agent-workload.js';
 import { fmt, printTable } from './harness.js';

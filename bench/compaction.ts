@@ -6,8 +6,12 @@ import { LocalRecordStore } from '../shared/adapters/local/local-record-store.js
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
 import { Compactor } from '../shared/services/compactor.js';
-import { SEGMENT_INDEX_PREFIX, streamPk } from '../shared/services/layout.js';
 import { Ledger } from '../shared/services/ledger.js';
+import {
+  SEGMENT_INDEX_PREFIX,
+  streamObjectPrefix,
+  streamPk,
+} from '../shared/services/storage-keys.js';
 import { fmt, printTable } from './harness.js';
 import { payloadOfSize } from './ledger.js';
 
@@ -84,7 +88,7 @@ export const runCompactionBench = async () => {
     };
     const state = async (label: string) => ({
       label,
-      ...(await stored(objects, `t/${T}/s/${S}/`)),
+      ...(await stored(objects, streamObjectPrefix(T, S))),
       index: await indexRecords(records),
       read: (await time(readAll)).us,
     });

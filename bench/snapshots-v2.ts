@@ -13,9 +13,10 @@ import { canonicalJson } from '../shared/domain/canonical.js';
 import type { DeltaOp } from '../shared/domain/state.js';
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
-import { ChunkStore, chunkPrefix } from '../shared/services/chunk-store.js';
+import { ChunkStore } from '../shared/services/chunk-store.js';
 import { Compactor } from '../shared/services/compactor.js';
 import { Ledger } from '../shared/services/ledger.js';
+import { chunkPrefix } from '../shared/services/storage-keys.js';
 import {
   createTestBucket,
   createTestTable,

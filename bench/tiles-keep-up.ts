@@ -10,10 +10,9 @@ import { FakeSigner, KeyRing } from '../shared/ports/signer.js';
 import { Appender } from '../shared/services/append.js';
 import type { CompactStep } from '../shared/services/compact-types.js';
 import { Compactor } from '../shared/services/compactor.js';
-import { headKey } from '../shared/services/layout.js';
 import { Ledger } from '../shared/services/ledger.js';
 import { Reader } from '../shared/services/reader.js';
-import { tilesKey } from '../shared/services/tree-commit.js';
+import { headKey, tilesKey } from '../shared/services/storage-keys.js';
 import { writeTreeTiles } from '../shared/services/tree-tiles.js';
 import { printTable } from './harness.js';
 

@@ -220,45 +220,6 @@ export const decodeSegment = (
   return { header, events };
 };
 
-/**
- * Object key of the segment that starts at `firstSeq`. Seqs are zero-padded to 16 digits so
- * that listing a stream's prefix returns its segments in seq order.
- */
-export const segmentPrefix = (tenant: string, stream: string): string =>
-  `t/${tenant}/s/${stream}/seg/`;
-
-export const segmentKey = (tenant: string, stream: string, firstSeq: number): string =>
-  `${segmentPrefix(tenant, stream)}${String(firstSeq).padStart(16, '0')}`;
-
-/** The firstSeq named by a segment key, or undefined when the key is not a segment's. */
-export const firstSeqOfKey = (key: string): number | undefined => {
-  const m = /\/seg\/(\d{16})$/.exec(key);
-  return m?.[1] === undefined ? undefined : Number(m[1]);
-};
-
-/**
- * Object key of a segment the compactor merged from firstSeq..lastSeq. The `-lastSeq` suffix
- * keeps it apart from every key an append can race for (`seg/{firstSeq}`), and sorts it right
- * after the append key of the same firstSeq.
- */
-export const mergedSegmentKey = (
-  tenant: string,
-  stream: string,
-  firstSeq: number,
-  lastSeq: number,
-): string => `${segmentKey(tenant, stream, firstSeq)}-${String(lastSeq).padStart(16, '0')}`;
-
-/** What a key under a stream's `seg/` names: an appended batch or a merged range. */
-export const parseSegmentKey = (
-  key: string,
-): { firstSeq: number; lastSeq?: number } | undefined => {
-  const m = /\/seg\/(\d{16})(?:-(\d{16}))?$/.exec(key);
-  if (m?.[1] === undefined) return undefined;
-  return m[2] === undefined
-    ? { firstSeq: Number(m[1]) }
-    : { firstSeq: Number(m[1]), lastSeq: Number(m[2]) };
-};
-
 /** Where the event records of an encoded segment start (after magic, header and seal). */
 const recordsOffset = (bytes: Uint8Array): number => {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -223,12 +223,4 @@ export const decodeAnySnapshot = (
   return { header, root: header.root };
 };
 
-/** Key of a snapshot object; the digest in the key keeps racing writers (forks) apart. */
-export const snapshotKey = (
-  tenant: string,
-  stream: string,
-  seq: number,
-  stateDigest: string,
-): string => `t/${tenant}/s/${stream}/snap/${String(seq).padStart(16, '0')}-${stateDigest}`;
-
 export const digestOfJson = (stateJson: string): string => sha256Hex(stateJson);

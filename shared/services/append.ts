@@ -15,7 +15,7 @@ import {
   UnavailableError,
 } from '../domain/errors.js';
 import { genesisHash, type SealedEvent, sealBatch } from '../domain/event.js';
-import { decodeSegment, encodeSegment, segmentKey } from '../domain/segment.js';
+import { decodeSegment, encodeSegment } from '../domain/segment.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import { DELTA_EVENT } from '../domain/state.js';
 import { emptyStateDigest, NEW_STREAM_DIGEST_VERSION } from '../domain/state-digest.js';
@@ -34,22 +34,22 @@ import {
 import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
 import { chainEndCheck, commitExtras, deltaSeqsOf, labelledOf } from './commit-extras.js';
 import { replayedResponse, storedReceipt } from './idem-receipt.js';
-import { labelOfSk } from './labels.js';
+import { toHead, toIdempotency, toSegmentIndex } from './layout.js';
+import { barOrphanWriter, isRefused, markRefused, notRefusedCheck } from './lease-orphans.js';
+import { type Fence, fenceError, isFenced, leaseGuard } from './leases.js';
 import {
   headKey,
   idempotencyRecordKey,
   isServiceKey,
+  labelOfSk,
   legacyIdempotencyKey,
   pad16,
   SEGMENT_INDEX_PREFIX,
   segmentIndexKey,
+  segmentKey,
   streamPk,
-  toHead,
-  toIdempotency,
-  toSegmentIndex,
-} from './layout.js';
-import { barOrphanWriter, isRefused, markRefused, notRefusedCheck } from './lease-orphans.js';
-import { type Fence, fenceError, isFenced, leaseGuard, leaseKey } from './leases.js';
+  writerLeaseKey,
+} from './storage-keys.js';
 import { signTree, treeCommit, treeOf } from './tree-commit.js';
 
 export {
@@ -291,7 +291,7 @@ export class Appender {
     if (!(err instanceof ConflictError)) throw err;
     if (isDeleting(err.current)) throw new StreamNotFoundError(stream);
     if (await this.#isCommitted(tenant, stream, ours)) return;
-    const lease = await records.get(leaseKey(tenant, stream));
+    const lease = await records.get(writerLeaseKey(tenant, stream));
     const now = clock.now();
     if (isFenced(lease, req.fence, now)) throw fenceError(lease, { ...req.fence }, now);
     const current = err.current as Item | undefined;
@@ -424,7 +424,7 @@ export class Appender {
     // epoch stays fenced; an unfenced writer is first barred for good (lease-orphans.ts).
     const checkpoint = events.some((e) => e.type === DELTA_EVENT);
     const writer: Fence = header.epoch > 0 ? { epoch: header.epoch, checkpoint } : undefined;
-    const lease = await this.#o.records.get(leaseKey(req.tenant, req.stream));
+    const lease = await this.#o.records.get(writerLeaseKey(req.tenant, req.stream));
     const now = this.#o.clock.now();
     const { records } = this.#o;
     if (
@@ -602,7 +602,7 @@ export class Appender {
     if (segment.idempotencyKey !== null && segment.requestDigest !== null) {
       // Unconditional: the head condition already makes this commit the only one; an expired
       // record of a reused key may still be stored and is rightly replaced.
-      // The service's own keys never expire (layout.ts): they live as long as the stream.
+      // The service's own keys never expire (storage-keys.ts): they live as long as the stream.
       const ttl = isServiceKey(segment.idempotencyKey)
         ? {}
         : { ttl: Math.floor(now / 1000) + ttlSeconds };

@@ -1,16 +1,8 @@
 import { StreamNotFoundError, TamperedLedgerError } from '../domain/errors.js';
 import { decodeSegment } from '../domain/segment.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
-import {
-  type HeadRecord,
-  headKey,
-  SEGMENT_INDEX_PREFIX,
-  type SegmentIndexRecord,
-  segmentIndexKey,
-  streamPk,
-  toHead,
-  toSegmentIndex,
-} from './layout.js';
+import { type HeadRecord, type SegmentIndexRecord, toHead, toSegmentIndex } from './layout.js';
+import { headKey, SEGMENT_INDEX_PREFIX, segmentIndexKey, streamPk } from './storage-keys.js';
 import { TamperedObjectError } from './tampered.js';
 
 /**

@@ -2,9 +2,17 @@ import { ConflictError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
-import { type ChunkStore, childrenOf, chunkGcKey, chunkKey, chunkPrefix } from './chunk-store.js';
+import { type ChunkStore, childrenOf } from './chunk-store.js';
 import { IO_CONCURRENCY, mapLimit } from './compact-types.js';
-import { headKey, pad16, snapshotIndexKey } from './layout.js';
+import {
+  chunkGcDueKey,
+  chunkGcKey,
+  chunkGcListKey,
+  chunkKey,
+  chunkPrefix,
+  headKey,
+  snapshotIndexKey,
+} from './storage-keys.js';
 import { UPLOAD_STREAM } from './values.js';
 
 /**
@@ -51,12 +59,9 @@ export interface ChunkGcReport {
   refsReaped: number;
 }
 
-export const CHUNK_GC_DUE_PK = 'chunkgc-due';
-
 /** Asks the compactor for a GC visit of the tenant's chunks at `at`. */
 export const chunkGcDue = (tenant: string, at: number): Item => ({
-  pk: CHUNK_GC_DUE_PK,
-  sk: tenant,
+  ...chunkGcDueKey(tenant),
   dueAt: at,
 });
 
@@ -103,7 +108,7 @@ export class ChunkCollector {
       return report;
     }
     const gen = num(marker?.gen);
-    const key = `t/${tenant}/chunkgc/${pad16(gen)}-${pad16(now)}`;
+    const key = chunkGcListKey(tenant, gen, now);
     await objects.putIfAbsent(key, Buffer.from(JSON.stringify(condemned)));
     await records.update(
       chunkGcKey(tenant),
@@ -172,13 +177,12 @@ export class ChunkCollector {
   /** Clears the tenant's due record unless work was asked for after this visit began. */
   async #done(tenant: string): Promise<void> {
     const { records } = this.o;
-    const due = await records.get({ pk: CHUNK_GC_DUE_PK, sk: tenant });
+    const due = await records.get(chunkGcDueKey(tenant));
     if (!due) return;
     await records
-      .delete(
-        { pk: CHUNK_GC_DUE_PK, sk: tenant },
-        { conditions: [{ op: 'eq', attr: 'dueAt', value: num(due.dueAt) }] },
-      )
+      .delete(chunkGcDueKey(tenant), {
+        conditions: [{ op: 'eq', attr: 'dueAt', value: num(due.dueAt) }],
+      })
       .catch((err: unknown) => {
         if (!(err instanceof ConflictError)) throw err;
       });

@@ -2,9 +2,9 @@ import { ConflictError, UnavailableError } from '../domain/errors.js';
 import { type Chunk, type ChunkSource, parseChunk } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
-import type { Item, ItemKey, RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore } from '../ports/record-store.js';
 import { mapLimit } from './compact-types.js';
-import { pad16 } from './layout.js';
+import { chunkGcKey, chunkKey, chunkRefsPk, type RefKind, refSk } from './storage-keys.js';
 
 /**
  * Content-addressed chunks of a tenant (docs/state-v2.md, "Snapshots v2 and chunk GC").
@@ -23,18 +23,6 @@ import { pad16 } from './layout.js';
  * - The chunk cache holds verified chunk bytes by (tenant, hash), bounded by bytes: a chunk is
  *   its hash, so an entry is right for every stream of the tenant for ever.
  */
-
-export type RefKind = 'base' | 'fork' | 'value';
-
-export const chunkKey = (tenant: string, hash: string): string => `t/${tenant}/chunks/${hash}`;
-export const chunkPrefix = (tenant: string): string => `t/${tenant}/chunks/`;
-export const chunkRefsPk = (tenant: string): string => `t#${tenant}#chunkrefs`;
-export const refSk = (stream: string, kind: RefKind, id: number | string): string =>
-  `${stream}#${kind}#${typeof id === 'number' ? pad16(id) : id}`;
-export const chunkGcKey = (tenant: string): ItemKey => ({
-  pk: `t#${tenant}#chunkgc`,
-  sk: 'marker',
-});
 
 export interface ChunkRefRecord {
   stream: string;

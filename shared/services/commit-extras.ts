@@ -3,8 +3,7 @@ import { DELTA_EVENT } from '../domain/state.js';
 import type { JsonValue, TransactOp } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
 import { labelOps } from './labels.js';
-import { baseDueKey, dueKey, markerKey, segmentIndexKey } from './layout.js';
-import { streamIndexKey } from './stream-list.js';
+import { baseDueKey, dueKey, markerKey, segmentIndexKey, streamIndexKey } from './storage-keys.js';
 
 /**
  * What an append's commit transaction writes for compaction and retention, besides the head,

@@ -1,5 +1,4 @@
 import { ConflictError } from '../domain/errors.js';
-import { parseSegmentKey, segmentPrefix } from '../domain/segment.js';
 import { recordOrphan } from './compact-merge.js';
 import {
   type CompactDeps,
@@ -11,7 +10,15 @@ import {
   readPrefix,
   type Visit,
 } from './compact-types.js';
-import { GARBAGE_PREFIX, headKey, ORPHAN_PREFIX, sweepKey, toHead } from './layout.js';
+import { toHead } from './layout.js';
+import {
+  GARBAGE_PREFIX,
+  headKey,
+  ORPHAN_PREFIX,
+  parseSegmentKey,
+  segmentPrefix,
+  sweepKey,
+} from './storage-keys.js';
 
 /**
  * Deleting objects nobody needs, only after a grace period long enough for in-flight readers

@@ -1,7 +1,7 @@
 import { ConflictError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { RecordStore, TransactOp } from '../ports/record-store.js';
-import { leaseKey } from './layout.js';
+import { compactorLeaseKey } from './storage-keys.js';
 
 /**
  * The compactor's lease on one stream: a record `{owner, until}` in the stream's partition,
@@ -27,7 +27,7 @@ export const acquireLease = async (
   clock: Clock,
   at: { tenant: string; stream: string; owner: string; leaseMs: number },
 ): Promise<Lease | undefined> => {
-  const key = leaseKey(at.tenant, at.stream);
+  const key = compactorLeaseKey(at.tenant, at.stream);
   const current = await records.get(key);
   const now = clock.now();
   if (current && typeof current.until === 'number' && current.until > now) return undefined;
@@ -61,7 +61,7 @@ export const renewLease = async (
 ): Promise<boolean> => {
   try {
     await records.update(
-      leaseKey(at.tenant, at.stream),
+      compactorLeaseKey(at.tenant, at.stream),
       { set: { until: clock.now() + at.leaseMs } },
       { conditions: [{ op: 'eq', attr: 'owner', value: at.owner }] },
     );
@@ -77,7 +77,7 @@ export const releaseLease = async (
   at: { tenant: string; stream: string; owner: string },
 ): Promise<void> => {
   try {
-    await records.delete(leaseKey(at.tenant, at.stream), {
+    await records.delete(compactorLeaseKey(at.tenant, at.stream), {
       conditions: [{ op: 'eq', attr: 'owner', value: at.owner }],
     });
   } catch (err) {

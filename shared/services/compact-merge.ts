@@ -1,10 +1,5 @@
 import { ConflictError, TamperedLedgerError } from '../domain/errors.js';
-import {
-  decodeSegment,
-  mergedSegmentKey,
-  mergeSegments,
-  segmentPrefix,
-} from '../domain/segment.js';
+import { decodeSegment, mergeSegments } from '../domain/segment.js';
 import { MAX_TRANSACT_OPS, type TransactOp } from '../ports/record-store.js';
 import {
   type CompactDeps,
@@ -16,13 +11,15 @@ import {
   type Visit,
   visitAt,
 } from './compact-types.js';
+import type { SegmentIndexRecord } from './layout.js';
 import {
   garbageKey,
+  mergedSegmentKey,
   orphanKey,
-  type SegmentIndexRecord,
   segmentIndexKey,
+  segmentPrefix,
   sweepKey,
-} from './layout.js';
+} from './storage-keys.js';
 
 /**
  * Merging runs of small segments into larger ones, without changing any event or hash.

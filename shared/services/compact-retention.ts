@@ -13,21 +13,21 @@ import {
   type Visit,
   visitAt,
 } from './compact-types.js';
+import { toSegmentIndex, toSnapshotIndex } from './layout.js';
 import {
   BASE_DUE_PREFIX,
+  compactorLeaseKey,
   garbageKey,
   headKey,
-  leaseKey,
-  pad16,
   SEGMENT_INDEX_PREFIX,
   SNAPSHOT_INDEX_PREFIX,
   segmentIndexKey,
   snapshotIndexKey,
+  snapshotPrefix,
+  streamIndexKey,
+  streamObjectPrefix,
   streamPk,
-  toSegmentIndex,
-  toSnapshotIndex,
-} from './layout.js';
-import { streamIndexKey } from './stream-list.js';
+} from './storage-keys.js';
 
 /**
  * Retention, done by the compactor under the stream's lease.
@@ -113,14 +113,14 @@ export const expireStream = async (
   let after: string | undefined;
   do {
     if (pastDeadline(deps, visit)) return 'partial';
-    const page = await objects.list(`t/${tenant}/s/${stream}/`, { after, limit: 500 });
+    const page = await objects.list(streamObjectPrefix(tenant, stream), { after, limit: 500 });
     await mapLimit(page.items, IO_CONCURRENCY, ({ key }) => objects.delete(key));
     visit.stats.objectsDeleted += page.items.length;
     after = page.next;
   } while (after !== undefined);
   deps.crash?.('stream-objects-deleted');
 
-  const keep = new Set([headKey(tenant, stream).sk, leaseKey(tenant, stream).sk]);
+  const keep = new Set([headKey(tenant, stream).sk, compactorLeaseKey(tenant, stream).sk]);
   after = undefined;
   do {
     const page = await records.query(streamPk(tenant, stream), { after, limit: 100 });
@@ -144,7 +144,7 @@ export const expireStream = async (
         { op: 'eq', attr: 'createdAt', value: head.createdAt },
       ],
     },
-    { kind: 'delete', key: leaseKey(tenant, stream), conditions: visit.fence.conditions },
+    { kind: 'delete', key: compactorLeaseKey(tenant, stream), conditions: visit.fence.conditions },
     // Its entry in the tenant's stream index (stream-list.ts), with the tombstone.
     { kind: 'delete', key: streamIndexKey(tenant, stream) },
   ]);
@@ -254,7 +254,7 @@ export const cleanUpPruned = async (
   }
   if (doomed.length === 0) return;
   // A fork's origin snapshot (seq 0) is named only by its first event, now pruned.
-  const origins = await objects.list(`t/${tenant}/s/${stream}/snap/${pad16(0)}-`);
+  const origins = await objects.list(snapshotPrefix(tenant, stream, 0));
   const extra = origins.items.map((o) => o.key);
   for (let i = 0; i < doomed.length; i += 90) {
     const chunk = doomed.slice(i, i + 90);

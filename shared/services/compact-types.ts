@@ -1,16 +1,9 @@
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
-import {
-  dueKey,
-  type HeadRecord,
-  pad16,
-  SEGMENT_INDEX_PREFIX,
-  type SegmentIndexRecord,
-  streamPk,
-  toSegmentIndex,
-} from './layout.js';
+import { type HeadRecord, type SegmentIndexRecord, toSegmentIndex } from './layout.js';
 import type { StateStore } from './state.js';
+import { dueKey, SEGMENT_INDEX_PREFIX, segmentIndexSk, streamPk } from './storage-keys.js';
 
 /** The steps after which a test may make the compactor die (see compactor.ts). */
 export type CompactStep =
@@ -164,7 +157,7 @@ export const readIndex = async (
   afterSeq = 0,
 ): Promise<SegmentIndexRecord[]> => {
   const out: SegmentIndexRecord[] = [];
-  let after: string | undefined = `${SEGMENT_INDEX_PREFIX}${pad16(afterSeq)}`;
+  let after: string | undefined = segmentIndexSk(afterSeq);
   do {
     const page = await records.query(streamPk(tenant, stream), {
       skPrefix: SEGMENT_INDEX_PREFIX,

@@ -3,7 +3,7 @@ import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { WitnessStore } from '../ports/witness-store.js';
-import { CHUNK_GC_DUE_PK, ChunkCollector, type ChunkGcStep } from './chunk-gc.js';
+import { ChunkCollector, type ChunkGcStep } from './chunk-gc.js';
 import { collectGarbage, sweepOrphans } from './compact-gc.js';
 import { acquireLease, releaseLease, renewLease } from './compact-lease.js';
 import { mergeStream } from './compact-merge.js';
@@ -19,19 +19,18 @@ import {
   type Visit,
   visitItem,
 } from './compact-types.js';
+import { toHead, toWorkItem, type WorkItem } from './layout.js';
+import { Reader } from './reader.js';
+import type { StateStore } from './state.js';
 import {
   BASE_DUE_PREFIX,
+  CHUNK_GC_DUE_PK,
   duePk,
   dueUntilSk,
   headKey,
   markerPk,
-  toHead,
-  toWorkItem,
   WORK_SHARDS,
-  type WorkItem,
-} from './layout.js';
-import { Reader } from './reader.js';
-import type { StateStore } from './state.js';
+} from './storage-keys.js';
 import { writeTreeTiles } from './tree-tiles.js';
 import { publishWitness } from './witness.js';
 

@@ -3,21 +3,17 @@ import { ConflictError, StreamNotFoundError } from '../domain/errors.js';
 import { sha256Hex } from '../domain/hashing.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { Appender } from './append.js';
-import {
-  EFFECT_COMPLETED,
-  EFFECT_FAILED,
-  type EffectRecord,
-  effectRecordKey,
-} from './effect-model.js';
-import { legacyIdempotencyKey, serviceIdempotencyKey, toIdempotency } from './layout.js';
+import { EFFECT_COMPLETED, EFFECT_FAILED, type EffectRecord } from './effect-model.js';
+import { toIdempotency } from './layout.js';
 import type { Reader } from './reader.js';
+import { effectRecordKey, legacyIdempotencyKey, serviceIdempotencyKey } from './storage-keys.js';
 
 /**
  * The ledger event of a finished effect (hefesto.effect.completed / failed), written once.
  *
  *   1. (effects.ts) the effect record moves to completed/failed with `eventSeq: 0`;
  *   2. the event is appended under a key the service derives from (stream, status, effect
- *      key), in the service's own namespace (layout.ts): no client key can collide with it,
+ *      key), in the service's own namespace (storage-keys.ts): no client key can collide with it,
  *      the same effect key on another stream is another key, and its record never expires;
  *   3. the event's seq is kept on the effect record: later calls write nothing at all.
  *   Dies after 1: the next call on the effect appends the event. After 2: the next call's

@@ -3,7 +3,7 @@ import { StreamNotFoundError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { toEffect } from './effect-model.js';
-import { headKey, streamPk } from './layout.js';
+import { EFFECT_PREFIX, headKey, streamPk } from './storage-keys.js';
 
 /**
  * A stream's effects in effect-key order, a page at a time (`GET /v1/streams/{id}/effects`,
@@ -36,8 +36,6 @@ export interface EffectListPage {
   effects: ListedEffect[];
   next: string | null;
 }
-
-const EFFECT_PREFIX = 'effect#';
 
 export class EffectList {
   readonly #records: RecordStore;

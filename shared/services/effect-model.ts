@@ -1,6 +1,5 @@
 import type { JsonValue } from '../domain/canonical.js';
-import type { Item, ItemKey } from '../ports/record-store.js';
-import { streamPk } from './layout.js';
+import type { Item } from '../ports/record-store.js';
 
 /** The shapes of exactly-once effects (effects.ts) and their ledger events (effect-events.ts). */
 
@@ -31,10 +30,5 @@ export interface EffectRecord {
    */
   eventSeq?: number;
 }
-
-export const effectRecordKey = (tenant: string, stream: string, effectKey: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `effect#${effectKey}`,
-});
 
 export const toEffect = (item: Item): EffectRecord => item as unknown as EffectRecord;

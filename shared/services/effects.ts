@@ -10,15 +10,15 @@ import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { Appender } from './append.js';
 import { liveHeadCheck } from './chain-head.js';
 import { EffectEvents } from './effect-events.js';
-import {
-  type EffectRecord,
-  type EffectStatus,
-  effectRecordKey as effectKeyOf,
-  toEffect,
-} from './effect-model.js';
-import { headKey, streamPk } from './layout.js';
+import { type EffectRecord, type EffectStatus, toEffect } from './effect-model.js';
 import { fenceError, leaseGuard } from './leases.js';
 import type { Reader } from './reader.js';
+import {
+  EFFECT_PREFIX,
+  effectRecordKey as effectKeyOf,
+  headKey,
+  streamPk,
+} from './storage-keys.js';
 
 export {
   EFFECT_COMPLETED,
@@ -279,7 +279,7 @@ export class EffectService {
     let after: string | undefined;
     do {
       const page = await this.#o.records.query(streamPk(tenant, stream), {
-        skPrefix: 'effect#',
+        skPrefix: EFFECT_PREFIX,
         after,
         limit: 100,
       });

@@ -8,7 +8,8 @@ import {
 } from '../domain/errors.js';
 import { isHexHash, sha256 } from '../domain/hashing.js';
 import type { Clock } from '../ports/clock.js';
-import type { Item, ItemKey, RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore } from '../ports/record-store.js';
+import { apiKeyRecordKey, BOOTSTRAP_KEY } from './storage-keys.js';
 
 /**
  * API keys: `hk_<keyId>_<secret>`, where keyId is 16 hex chars (public, names the record)
@@ -16,7 +17,7 @@ import type { Item, ItemKey, RecordStore } from '../ports/record-store.js';
  * secret is high-entropy, so a slow password hash would add latency and no safety. Hashes
  * are compared in constant time.
  *
- * Records (see layout.ts): the key at pk `key#<keyId>`, sk `key`; a bootstrap marker at
+ * Records (see storage-keys.ts): the key at pk `key#<keyId>`, sk `key`; a bootstrap marker at
  * pk `bootstrap`, sk `bootstrap`, written with the first key so that it is created once
  * per store. Revoking keeps the record with `revokedAt` set (audit trail); a revoked key
  * is refused like an unknown one.
@@ -69,9 +70,6 @@ export interface KeyServiceOptions {
 
 const KEY_PATTERN = /^hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 const KEY_ID_PATTERN = /^[0-9a-f]{16}$/;
-const BOOTSTRAP_MARKER: ItemKey = { pk: 'bootstrap', sk: 'bootstrap' };
-
-const keyRecordKey = (keyId: string): ItemKey => ({ pk: `key#${keyId}`, sk: 'key' });
 
 const sameHash = (a: Buffer, b: Buffer): boolean => a.length === b.length && timingSafeEqual(a, b);
 
@@ -120,7 +118,7 @@ export class KeyService {
     const match = KEY_PATTERN.exec(token);
     const keyId = match?.[1];
     if (keyId === undefined) throw new UnauthorizedError();
-    const item = await this.#records.get(keyRecordKey(keyId));
+    const item = await this.#records.get(apiKeyRecordKey(keyId));
     const record = item && toKeyRecord(item);
     if (!record || record.revokedAt !== undefined || !isHexHash(record.hash)) {
       throw new UnauthorizedError();
@@ -159,7 +157,7 @@ export class KeyService {
     this.#checkAdmin(by);
     const notFound = new NotFoundError(`key ${keyId} not found`);
     if (!KEY_ID_PATTERN.test(keyId)) throw notFound;
-    const key = keyRecordKey(keyId);
+    const key = apiKeyRecordKey(keyId);
     const item = await this.#records.get(key);
     const record = item && toKeyRecord(item);
     if (!record || (!by.root && record.tenant !== by.tenant)) throw notFound;
@@ -177,14 +175,14 @@ export class KeyService {
    * happened (also when another process won the race).
    */
   async ensureBootstrapKey(): Promise<IssuedKey | undefined> {
-    if (await this.#records.get(BOOTSTRAP_MARKER)) return undefined;
+    if (await this.#records.get(BOOTSTRAP_KEY)) return undefined;
     const issued: IssuedKey = { ...this.#newKey(DEFAULT_TENANT, [...SCOPES]), operator: true };
     try {
       await this.#records.transact([
         { kind: 'put', item: this.#recordOf(issued), conditions: [{ op: 'notExists' }] },
         {
           kind: 'put',
-          item: { ...BOOTSTRAP_MARKER, keyId: issued.id, createdAt: issued.createdAt },
+          item: { ...BOOTSTRAP_KEY, keyId: issued.id, createdAt: issued.createdAt },
           conditions: [{ op: 'notExists' }],
         },
       ]);
@@ -207,7 +205,7 @@ export class KeyService {
 
   #recordOf(issued: IssuedKey): Item {
     return {
-      ...keyRecordKey(issued.id),
+      ...apiKeyRecordKey(issued.id),
       tenant: issued.tenant,
       scopes: issued.scopes,
       hash: sha256(issued.key).toString('hex'),

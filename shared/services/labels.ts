@@ -1,10 +1,10 @@
 import { canonicalJson, type JsonValue } from '../domain/canonical.js';
 import { InvalidInputError, NotFoundError, StreamNotFoundError } from '../domain/errors.js';
 import { DELTA_EVENT } from '../domain/state.js';
-import type { Item, ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
+import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import { badCheckpoint, checkEntryAt, checkPage, type EntryClaim } from './label-binding.js';
-import { pad16, streamPk } from './layout.js';
 import type { Reader } from './reader.js';
+import { CKPT_PREFIX, ckptSk, labelKey, streamPk } from './storage-keys.js';
 
 /**
  * Checkpoint labels and the checkpoint list (docs/records-v2.md), records beside the head in
@@ -32,20 +32,6 @@ import type { Reader } from './reader.js';
 export const LABEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 /** Canonical JSON bytes a checkpoint's `meta` may hold. */
 export const MAX_META_BYTES = 16 * 1024;
-
-const INV = Number.MAX_SAFE_INTEGER;
-export const LABEL_PREFIX = 'label#';
-export const CKPT_PREFIX = 'ckpt#';
-
-export const labelKey = (tenant: string, stream: string, label: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `${LABEL_PREFIX}${label}`,
-});
-
-export const ckptSk = (seq: number): string => `${CKPT_PREFIX}${pad16(INV - seq)}`;
-
-/** The label a label record's sort key names. */
-export const labelOfSk = (sk: string): string => sk.slice(LABEL_PREFIX.length);
 
 export interface LabelRecord {
   label: string;

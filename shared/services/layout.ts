@@ -1,71 +1,13 @@
-import { sha256 } from '../domain/hashing.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { Item, ItemKey } from '../ports/record-store.js';
+import { segmentIndexSk, snapshotIndexSk } from './storage-keys.js';
+import { TamperedObjectError } from './tampered.js';
 
 /**
- * Where each record lives in the RecordStore (one DynamoDB table, keys pk/sk). Stream and
- * tenant ids cannot contain '#', so these keys never collide.
- *
- * | record            | pk                        | sk                  |
- * | ----------------- | ------------------------- | ------------------- |
- * | chain head        | t#{tenant}#s#{stream}     | head                |
- * | segment index     | t#{tenant}#s#{stream}     | seg#{lastSeq, 16d}  |
- * | snapshot index    | t#{tenant}#s#{stream}     | snap#{INV - seq}    |
- * | idempotency       | t#{tenant}#s#{stream}     | ikey#{incarnation}#{key} |
- * | (before: legacy)  | t#{tenant}#idem#{key}     | idem (read only: idempotencyRecordKey) |
- * | service idem. key | t#{tenant}#s#{stream}     | idem#{key}          |
- * | writer lease      | t#{tenant}#s#{stream}     | writer-lease        |
- * | refused batch     | t#{tenant}#s#{stream}     | refused#{seq, 16d}  |
- * | API key           | key#{keyId}               | key                 |
- * | bootstrap marker  | bootstrap                 | bootstrap           |
- * | signing keys used | signing-keys              | signing-keys        |
- * | compactor lease   | t#{tenant}#s#{stream}     | compactor-lease     |
- * | base due          | t#{tenant}#s#{stream}     | basedue#{seq, 16d}  |
- * | garbage (batch)   | t#{tenant}#s#{stream}     | gc#{deleteAfter}#{tag} |
- * | orphan candidate  | t#{tenant}#s#{stream}     | orphan#{objectKey}  |
- * | orphan sweep due  | t#{tenant}#s#{stream}     | sweep               |
- * | work marker       | compact#{shard}           | {tenant}#{stream}   |
- * | scheduled visit   | due#{shard}               | {dueAt, 16d}#{tenant}#{stream} |
- *
- * Compaction records (see compactor.ts): a work marker is put in the same transaction as an
- * append that makes a stream worth compacting (one per stream, overwritten); scheduled visits
- * are time-ordered (garbage past its grace, expiry, pruning horizon, unfinished work), so the
- * compactor reads only the due part of a few partitions and never scans streams.
+ * The records of a stream's chain as stored, and their parsers. Where each record lives is
+ * in storage-keys.ts (every storage key of every kind); what each kind is and what detects
+ * its tampering, in storage-kinds.ts.
  */
-
-export const pad16 = (n: number): string => String(n).padStart(16, '0');
-
-/** The public keys that have signed this deployment's heads (signing-keys.ts). */
-export const SIGNING_KEYS_KEY: ItemKey = { pk: 'signing-keys', sk: 'signing-keys' };
-
-export const streamPk = (tenant: string, stream: string): string => `t#${tenant}#s#${stream}`;
-
-export const headKey = (tenant: string, stream: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: 'head',
-});
-
-export const SEGMENT_INDEX_PREFIX = 'seg#';
-
-export const segmentIndexKey = (tenant: string, stream: string, lastSeq: number): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `${SEGMENT_INDEX_PREFIX}${pad16(lastSeq)}`,
-});
-
-/**
- * Snapshot index keys hold INV - seq, so that an ascending query starting after the key of
- * seq N + 1 meets the latest snapshot at or before N first (no descending query needed).
- */
-export const SNAPSHOT_INDEX_PREFIX = 'snap#';
-const INV = Number.MAX_SAFE_INTEGER;
-
-export const snapshotIndexSk = (seq: number): string =>
-  `${SNAPSHOT_INDEX_PREFIX}${pad16(INV - seq)}`;
-
-export const snapshotIndexKey = (tenant: string, stream: string, seq: number): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: snapshotIndexSk(seq),
-});
 
 export interface SnapshotIndexRecord {
   seq: number;
@@ -81,59 +23,6 @@ export interface SnapshotIndexRecord {
    */
   stateSeq?: number;
 }
-
-/**
- * Where a client's idempotency record was kept before incarnations (tenant-wide, 24 h): only
- * read, as a fallback, in the 24 h after a stream first got an incarnation (append.ts
- * storedResult), and by the effect events' lookup of events written before service keys.
- */
-export const legacyIdempotencyKey = (tenant: string, key: string): ItemKey => ({
-  pk: `t#${tenant}#idem#${key}`,
-  sk: 'idem',
-});
-
-export const CLIENT_IDEMPOTENCY_PREFIX = 'ikey#';
-
-/**
- * A client's idempotency record: in the stream's partition, under the incarnation (one life
- * of the stream, HeadRecord.incarnation) it was written in. A stream deleted and created
- * again has another incarnation, so a key of its past life is not found in its new one, and
- * the compactor's deletion of the stream's partition deletes the records with it.
- */
-export const clientIdempotencyKey = (
-  tenant: string,
-  stream: string,
-  incarnation: string,
-  key: string,
-): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `${CLIENT_IDEMPOTENCY_PREFIX}${incarnation}#${key}`,
-});
-
-/**
- * Idempotency keys the service derives itself (an effect's ledger event) start with this
- * mark. A client's Idempotency-Key is printable ASCII (idempotency-key.ts), so it never does:
- * the service's keys live in a namespace no client key reaches. Their records are kept in the
- * stream's own partition (scoped by stream, deleted with it) and never expire, so the request
- * they dedupe is written once however late it is repeated. Segment headers carry the marked
- * key, so a writer rolling such a segment forward stores its record in the same place.
- */
-export const SERVICE_KEY_MARK = '\u0000';
-
-export const serviceIdempotencyKey = (name: string): string => `${SERVICE_KEY_MARK}${name}`;
-
-export const isServiceKey = (key: string): boolean => key.startsWith(SERVICE_KEY_MARK);
-
-/** Where the idempotency record of `key` (a client's or the service's) lives. */
-export const idempotencyRecordKey = (
-  tenant: string,
-  stream: string,
-  incarnation: string,
-  key: string,
-): ItemKey =>
-  isServiceKey(key)
-    ? { pk: streamPk(tenant, stream), sk: `idem#${key.slice(SERVICE_KEY_MARK.length)}` }
-    : clientIdempotencyKey(tenant, stream, incarnation, key);
 
 /** The chain head: the only mutable pointer of a stream, moved by conditional writes. */
 export interface HeadRecord {
@@ -275,22 +164,44 @@ export const toHead = (item: Item): HeadRecord => ({
   updatedAt: num(item, 'updatedAt'),
 });
 
-export const toSegmentIndex = (item: Item): SegmentIndexRecord => ({
-  ...optional({ size: optNum(item, 'size'), createdAt: optNum(item, 'createdAt') }),
-  firstSeq: num(item, 'firstSeq'),
-  lastSeq: num(item, 'lastSeq'),
-  prevHash: str(item, 'prevHash'),
-  lastHash: str(item, 'lastHash'),
-  objectKey: str(item, 'objectKey'),
-});
+/**
+ * An index record names its seq twice: in its key (what queries find it by) and in its body
+ * (what readers use). A record copied under another seq's key is tampering, refused here for
+ * every reader (the tamper matrix, docs/ledger-format.md).
+ */
+const keyed = <R>(item: Item, sk: string, object: 'segment' | 'snapshot', seq: number, r: R): R => {
+  if (item.sk !== sk) {
+    throw new TamperedObjectError(
+      object,
+      { firstBadSeq: Math.max(seq, 1), seq },
+      `the ${object} index record at ${item.sk} names seq ${seq}`,
+    );
+  }
+  return r;
+};
 
-export const toSnapshotIndex = (item: Item): SnapshotIndexRecord => ({
-  ...optional({ deltas: optNum(item, 'deltas'), stateSeq: optNum(item, 'stateSeq') }),
-  seq: num(item, 'seq'),
-  hash: str(item, 'hash'),
-  stateDigest: str(item, 'stateDigest'),
-  objectKey: str(item, 'objectKey'),
-});
+export const toSegmentIndex = (item: Item): SegmentIndexRecord => {
+  const lastSeq = num(item, 'lastSeq');
+  return keyed(item, segmentIndexSk(lastSeq), 'segment', lastSeq, {
+    ...optional({ size: optNum(item, 'size'), createdAt: optNum(item, 'createdAt') }),
+    firstSeq: num(item, 'firstSeq'),
+    lastSeq,
+    prevHash: str(item, 'prevHash'),
+    lastHash: str(item, 'lastHash'),
+    objectKey: str(item, 'objectKey'),
+  });
+};
+
+export const toSnapshotIndex = (item: Item): SnapshotIndexRecord => {
+  const seq = num(item, 'seq');
+  return keyed(item, snapshotIndexSk(seq), 'snapshot', seq, {
+    ...optional({ deltas: optNum(item, 'deltas'), stateSeq: optNum(item, 'stateSeq') }),
+    seq,
+    hash: str(item, 'hash'),
+    stateDigest: str(item, 'stateDigest'),
+    objectKey: str(item, 'objectKey'),
+  });
+};
 
 export const toIdempotency = (item: Item): IdempotencyRecord => ({
   stream: str(item, 'stream'),
@@ -299,71 +210,6 @@ export const toIdempotency = (item: Item): IdempotencyRecord => ({
   body: item.body as unknown as AppendResponse,
   ...(item.receipt === undefined ? {} : { receipt: item.receipt }),
   createdAt: num(item, 'createdAt'),
-});
-
-/** Compaction work is spread over a few partitions, chosen by a hash of the stream. */
-export const WORK_SHARDS = 8;
-
-export const shardOf = (tenant: string, stream: string): number =>
-  (sha256(Buffer.from(`${tenant}#${stream}`, 'utf8'))[0] ?? 0) % WORK_SHARDS;
-
-export const markerPk = (shard: number): string => `compact#${shard}`;
-
-/** The stream's work marker: one per stream, put by the append that makes work due. */
-export const markerKey = (tenant: string, stream: string): ItemKey => ({
-  pk: markerPk(shardOf(tenant, stream)),
-  sk: `${tenant}#${stream}`,
-});
-
-export const duePk = (shard: number): string => `due#${shard}`;
-
-/** A visit of the stream scheduled at `at` (ms): sorted by time within its partition. */
-export const dueKey = (tenant: string, stream: string, at: number): ItemKey => ({
-  pk: duePk(shardOf(tenant, stream)),
-  sk: `${pad16(at)}#${tenant}#${stream}`,
-});
-
-/** The sk bound of the due entries at or before `now` (ids never contain '~'). */
-export const dueUntilSk = (now: number): string => `${pad16(now)}#~`;
-
-export const leaseKey = (tenant: string, stream: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: 'compactor-lease',
-});
-
-export const BASE_DUE_PREFIX = 'basedue#';
-
-/** A base snapshot that is due at `seq` (put by the commit of the K-th delta). */
-export const baseDueKey = (tenant: string, stream: string, seq: number): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `${BASE_DUE_PREFIX}${pad16(seq)}`,
-});
-
-export const GARBAGE_PREFIX = 'gc#';
-
-/** Superseded objects (attr `objects`), deleted once `deleteAfter` (in the sk) has passed. */
-export const garbageKey = (
-  tenant: string,
-  stream: string,
-  deleteAfter: number,
-  tag: string,
-): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `${GARBAGE_PREFIX}${pad16(deleteAfter)}#${tag}`,
-});
-
-export const ORPHAN_PREFIX = 'orphan#';
-
-/** An object under seg/ that no index record names; deleted after its grace if still so. */
-export const orphanKey = (tenant: string, stream: string, objectKey: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `${ORPHAN_PREFIX}${objectKey}`,
-});
-
-/** An orphan sweep is due at `dueAt` (put by every merge publish). */
-export const sweepKey = (tenant: string, stream: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: 'sweep',
 });
 
 export interface WorkItem {

@@ -1,10 +1,10 @@
 import { ConflictError } from '../domain/errors.js';
 import { genesisHash } from '../domain/event.js';
 import { emptyStateDigest, NEW_STREAM_DIGEST_VERSION } from '../domain/state-digest.js';
-import type { ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
+import type { RecordStore, TransactOp } from '../ports/record-store.js';
 import type { ChainHead } from './append-model.js';
 import { type CommitExtrasOptions, commitExtras } from './commit-extras.js';
-import { headKey, pad16, streamPk } from './layout.js';
+import { headKey, refusedKey } from './storage-keys.js';
 
 /**
  * Orphan segments of writers without a fencing token, while an exclusive lease refuses them.
@@ -22,11 +22,6 @@ import { headKey, pad16, streamPk } from './layout.js';
  *
  * A writer that dies before its commit was refused never answered: its segment may land.
  */
-
-export const refusedKey = (tenant: string, stream: string, firstSeq: number): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: `refused#${pad16(firstSeq)}`,
-});
 
 type Refusable = { firstSeq: number; lastHash: string };
 

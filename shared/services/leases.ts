@@ -7,9 +7,9 @@ import {
   StreamNotFoundError,
 } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
-import type { Item, ItemKey, RecordStore, TransactOp } from '../ports/record-store.js';
+import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import { liveHeadCheck } from './chain-head.js';
-import { streamPk } from './layout.js';
+import { writerLeaseKey } from './storage-keys.js';
 
 /**
  * Worker leases with fencing, for hot migration of a stream between workers.
@@ -51,11 +51,6 @@ export interface LeaseRecord {
   exclusive: boolean;
 }
 
-export const leaseKey = (tenant: string, stream: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: 'writer-lease',
-});
-
 const toLease = (item: Item): LeaseRecord => ({
   owner: String(item.owner),
   epoch: Number(item.epoch),
@@ -79,7 +74,7 @@ export const fenceCheck = (
   checkpoint: boolean,
 ): TransactOp => ({
   kind: 'check',
-  key: leaseKey(tenant, stream),
+  key: writerLeaseKey(tenant, stream),
   conditions: [
     { op: 'eq', attr: 'epoch', value: epoch },
     { op: 'eq', attr: 'active', value: true },
@@ -101,7 +96,7 @@ export const leaseGuard = (
     ? fenceCheck(tenant, stream, fence.epoch, fence.checkpoint)
     : {
         kind: 'check',
-        key: leaseKey(tenant, stream),
+        key: writerLeaseKey(tenant, stream),
         conditions: [
           {
             op: 'any',
@@ -189,7 +184,7 @@ export class LeaseService {
   }
 
   async get(tenant: string, stream: string): Promise<LeaseRecord | undefined> {
-    const item = await this.#records.get(leaseKey(tenant, stream));
+    const item = await this.#records.get(writerLeaseKey(tenant, stream));
     return item ? toLease(item) : undefined;
   }
 
@@ -230,7 +225,7 @@ export class LeaseService {
         await this.#records.transact([
           {
             kind: 'put',
-            item: { ...leaseKey(tenant, stream), ...next },
+            item: { ...writerLeaseKey(tenant, stream), ...next },
             conditions: current
               ? [
                   { op: 'eq', attr: 'epoch', value: current.epoch },
@@ -282,7 +277,7 @@ export class LeaseService {
   ): Promise<LeaseRecord> {
     try {
       const item = await this.#records.update(
-        leaseKey(tenant, stream),
+        writerLeaseKey(tenant, stream),
         { set },
         {
           conditions: this.#mine(owner, epoch),

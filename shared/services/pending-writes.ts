@@ -1,14 +1,12 @@
-import { createHash } from 'node:crypto';
 import type { JsonValue } from '../domain/canonical.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js';
 import { MAX_VALUE_BYTES, verifyChunk } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import type { ChunkStore } from './chunk-store.js';
-import { labelKey } from './labels.js';
-import { pad16, streamPk } from './layout.js';
 import { fenceError, leaseGuard } from './leases.js';
 import type { Reader } from './reader.js';
+import { labelKey, pad16, pendingWriteSk, streamPk, writesPrefix } from './storage-keys.js';
 
 /**
  * Pending writes attached to a checkpoint label (LangGraph's `putWrites`): the writes of the
@@ -75,15 +73,6 @@ const checkTask = (value: string, what: string) => {
   if (Buffer.byteLength(value, 'utf8') > MAX_TASK_BYTES) {
     throw new InvalidInputError(`${what} must be at most ${MAX_TASK_BYTES} bytes of UTF-8`);
   }
-};
-
-export const writesPrefix = (label: string) => `pw#${label}#`;
-
-/** The key of a write (see above). */
-export const pendingWriteSk = (label: string, taskPath: string, taskId: string, idx: number) => {
-  const task = createHash('sha256').update(`${taskPath}\u0000${taskId}`, 'utf8').digest();
-  const idxKey = String(idx + IDX_OFFSET).padStart(10, '0');
-  return `${writesPrefix(label)}${task.toString('base64url').slice(0, 16)}#${idxKey}`;
 };
 
 /** The sort key of a write: what the key of records written before was (its order). */

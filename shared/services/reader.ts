@@ -5,14 +5,8 @@ import type { ChainPoint, VerifyResult } from '../domain/verify.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { checkHead, headMismatch, LayoutRaceError, readTrustedHead } from './chain-head.js';
-import {
-  type HeadRecord,
-  pad16,
-  SEGMENT_INDEX_PREFIX,
-  type SegmentIndexRecord,
-  streamPk,
-  toSegmentIndex,
-} from './layout.js';
+import { type HeadRecord, type SegmentIndexRecord, toSegmentIndex } from './layout.js';
+import { SEGMENT_INDEX_PREFIX, segmentIndexSk, streamPk } from './storage-keys.js';
 
 export { LayoutRaceError } from './chain-head.js';
 
@@ -128,7 +122,7 @@ export class Reader {
 
   /** Index records of the segments holding seqs >= from, in order. */
   async *#index(tenant: string, stream: string, from: number): AsyncGenerator<SegmentIndexRecord> {
-    let after: string | undefined = `${SEGMENT_INDEX_PREFIX}${pad16(from - 1)}`;
+    let after: string | undefined = segmentIndexSk(from - 1);
     do {
       const page = await this.#o.records.query(streamPk(tenant, stream), {
         skPrefix: SEGMENT_INDEX_PREFIX,

@@ -8,19 +8,17 @@ import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import { type StateEffect, sealedEffect, stateEffect } from './append-model.js';
 import { firstIndexRecord } from './chain-head.js';
+import { type HeadRecord, toHead, toSegmentIndex, toSnapshotIndex } from './layout.js';
+import type { Reader } from './reader.js';
 import {
-  type HeadRecord,
   headKey,
   SNAPSHOT_INDEX_PREFIX,
   segmentIndexKey,
   snapshotIndexKey,
   streamPk,
-  toHead,
-  toSegmentIndex,
-  toSnapshotIndex,
-} from './layout.js';
-import type { Reader } from './reader.js';
-import { extendTree, type TreeState, treeFields, witnessKey } from './tree-commit.js';
+  witnessKey,
+} from './storage-keys.js';
+import { extendTree, type TreeState, treeFields } from './tree-commit.js';
 
 /**
  * Operator repair of a stream's chain head (`hefesto repair STREAM`, or

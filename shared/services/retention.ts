@@ -1,7 +1,8 @@
 import { ConflictError, StreamNotFoundError, UnavailableError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { Condition, JsonValue, RecordStore, TransactOp } from '../ports/record-store.js';
-import { dueKey, type HeadRecord, headKey, toHead } from './layout.js';
+import { type HeadRecord, toHead } from './layout.js';
+import { dueKey, headKey } from './storage-keys.js';
 
 /**
  * Retention settings of a stream, kept on its head:

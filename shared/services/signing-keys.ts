@@ -2,11 +2,11 @@ import { ConflictError, InvalidFormatError, UnavailableError } from '../domain/e
 import { type Ed25519PublicJwk, parseJwks } from '../domain/signed-head.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { KeyRing } from '../ports/signer.js';
-import { SIGNING_KEYS_KEY } from './layout.js';
+import { SIGNING_KEYS_KEY } from './storage-keys.js';
 
 /**
  * A lost or replaced signing key is loud. The record store keeps the public JWK of every key
- * that has been this deployment's current signing key (record `signing-keys`, layout.ts):
+ * that has been this deployment's current signing key (record `signing-keys`, storage-keys.ts):
  *
  *   {pk: "signing-keys", sk: "signing-keys", keys: "<JSON JWK set, newest first>", current: kid}
  *

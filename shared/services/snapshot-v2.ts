@@ -1,7 +1,7 @@
 import { canonicalJson } from '../domain/canonical.js';
 import { TamperedLedgerError } from '../domain/errors.js';
 import { sha256Hex } from '../domain/hashing.js';
-import { encodeChunkSnapshot, type StateRootRef, snapshotKey } from '../domain/snapshot.js';
+import { encodeChunkSnapshot, type StateRootRef } from '../domain/snapshot.js';
 import type { JsonObject } from '../domain/state.js';
 import {
   boundedSource,
@@ -13,9 +13,9 @@ import {
 } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
-import { type ChunkStore, chunkRefsPk, refSk, type StoredKnowledge } from './chunk-store.js';
-import { baseDueKey, snapshotIndexKey } from './layout.js';
+import type { ChunkStore, StoredKnowledge } from './chunk-store.js';
 import { loopTurns, yielding } from './loop-turns.js';
+import { baseDueKey, chunkRefsPk, refSk, snapshotIndexKey, snapshotKey } from './storage-keys.js';
 
 /**
  * Snapshots v2 (docs/state-v2.md, "Snapshots v2 and chunk GC"): a base snapshot is the

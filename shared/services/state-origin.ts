@@ -6,6 +6,7 @@ import type { MerkleState } from '../domain/state-v2/index.js';
 import type { HeadRecord } from './layout.js';
 import type { StateStore } from './state.js';
 import { eventsIn, setsState } from './state-binding.js';
+import { TamperedObjectError } from './tampered.js';
 
 /**
  * Where a read by path of a v2 stream starts from without hydrating (state-read.ts): the
@@ -23,6 +24,8 @@ import { eventsIn, setsState } from './state-binding.js';
  */
 
 export interface Origin {
+  /** A base snapshot or a fork's origin: what its chunks are, should one fail. */
+  object: 'snapshot' | 'fork-origin';
   /** Seq of the base or fork. */
   seq: number;
   /** Its state digest (v2), the root of its chunks. */
@@ -60,29 +63,38 @@ export const storedOrigin = async (
   const deltas = deltasOf(bound.after);
   if (!deltas) return undefined;
   const stored = await states.snapshots.objects.get(base.objectKey);
-  if (!stored) {
-    throw new TamperedLedgerError(Math.max(base.seq, 1), `snapshot ${base.objectKey} is missing`);
+  const bad = (why: string, cause?: unknown) =>
+    new TamperedObjectError(
+      'snapshot',
+      { firstBadSeq: Math.max(base.seq, 1), seq: base.seq },
+      why,
+      cause === undefined ? undefined : { cause },
+    );
+  if (!stored) throw bad(`snapshot ${base.objectKey} is missing`);
+  let decoded: ReturnType<typeof decodeAnySnapshot>;
+  try {
+    decoded = decodeAnySnapshot(stored.body, {
+      tenant,
+      stream,
+      seq: base.seq,
+      stateDigest: base.stateDigest,
+      hash: base.hash,
+      digestVersion: 2,
+      ...(base.stateSeq === undefined ? {} : { stateSeq: base.stateSeq }),
+    });
+  } catch (err) {
+    if (err instanceof TamperedLedgerError) throw bad(err.message, err);
+    throw err;
   }
-  const decoded = decodeAnySnapshot(stored.body, {
-    tenant,
-    stream,
-    seq: base.seq,
-    stateDigest: base.stateDigest,
-    hash: base.hash,
-    digestVersion: 2,
-    ...(base.stateSeq === undefined ? {} : { stateSeq: base.stateSeq }),
-  });
+  const object = 'snapshot' as const;
   if ('state' in decoded) {
     if (!decoded.merkle) return undefined;
-    return { seq: base.seq, digest: base.stateDigest, tree: decoded.merkle, deltas };
+    return { object, seq: base.seq, digest: base.stateDigest, tree: decoded.merkle, deltas };
   }
   if (decoded.root.digest !== base.stateDigest) {
-    throw new TamperedLedgerError(
-      Math.max(base.seq, 1),
-      'snapshot chunks do not hold the state its digest names',
-    );
+    throw bad('snapshot chunks do not hold the state its digest names');
   }
-  return { seq: base.seq, digest: base.stateDigest, deltas };
+  return { object, seq: base.seq, digest: base.stateDigest, deltas };
 };
 
 /** A stream opened by a fork stored as chunks, and the deltas after it up to `at`. */
@@ -106,7 +118,11 @@ const forkOrigin = async (
   const deltas = deltasOf(after);
   if (!payload.root || !deltas) return undefined;
   if (payload.root.digest !== payload.stateDigest) {
-    throw new TamperedLedgerError(1, 'the fork origin does not hold the state its digest names');
+    throw new TamperedObjectError(
+      'fork-origin',
+      { firstBadSeq: 1, seq: 0 },
+      'the fork origin does not hold the state its digest names',
+    );
   }
-  return { seq: 1, digest: payload.stateDigest, deltas };
+  return { object: 'fork-origin', seq: 1, digest: payload.stateDigest, deltas };
 };

@@ -19,7 +19,7 @@ import { applyPartial, loadPartial, provePartial } from '../domain/state-v2/part
 import { splitPointer, valueAt } from '../domain/state-v2/pointer.js';
 import type { StateCache } from './checkpoint.js';
 import type { HeadRecord } from './layout.js';
-import type { StateStore } from './state.js';
+import { type StateStore, tamperedAs } from './state.js';
 import { type Origin, storedOrigin } from './state-origin.js';
 import { hasRefs } from './values.js';
 
@@ -167,7 +167,13 @@ export const readStateValue = async (
     const tree = warm?.tree;
     if (tree) return { ...answer, stateDigest: head.stateDigest, ...fromTree(tree, segments, req) };
     if (origin) {
-      const found = await fromOrigin(states, req, origin, at >= head.stateSeq ? head : undefined);
+      // Its chunks are the base's or the fork origin's: a bad one is that object's.
+      const found = await fromOrigin(
+        states,
+        req,
+        origin,
+        at >= head.stateSeq ? head : undefined,
+      ).catch(tamperedAs(origin.object, origin.object === 'fork-origin' ? 0 : origin.seq));
       if (found) return { ...answer, ...found };
     }
   }

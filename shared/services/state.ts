@@ -6,12 +6,7 @@ import {
   TamperedLedgerError,
 } from '../domain/errors.js';
 import { genesisHash, type LedgerEvent } from '../domain/event.js';
-import {
-  decodeAnySnapshot,
-  encodeSnapshot,
-  type StateRootRef,
-  snapshotKey,
-} from '../domain/snapshot.js';
+import { decodeAnySnapshot, encodeSnapshot, type StateRootRef } from '../domain/snapshot.js';
 import {
   DELTA_EVENT,
   type DeltaPayload,
@@ -31,22 +26,22 @@ import {
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
-import { headMismatch } from './chain-head.js';
+import { headMismatch, LayoutRaceError } from './chain-head.js';
 import { ChunkCache, ChunkStore, type StoredKnowledge } from './chunk-store.js';
-import {
-  baseDueKey,
-  type HeadRecord,
-  SNAPSHOT_INDEX_PREFIX,
-  type SnapshotIndexRecord,
-  snapshotIndexKey,
-  snapshotIndexSk,
-  streamPk,
-  toSnapshotIndex,
-} from './layout.js';
+import { type HeadRecord, type SnapshotIndexRecord, toSnapshotIndex } from './layout.js';
 import { yielding } from './loop-turns.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
 import { bindBase, HeadStateCheck } from './state-binding.js';
+import {
+  baseDueKey,
+  SNAPSHOT_INDEX_PREFIX,
+  snapshotIndexKey,
+  snapshotIndexSk,
+  snapshotKey,
+  streamPk,
+} from './storage-keys.js';
+import { type TamperedObject, TamperedObjectError } from './tampered.js';
 import { hasRefs, ValueStore } from './values.js';
 import { WorkingState } from './working-state.js';
 
@@ -136,6 +131,27 @@ type Options = Required<
     'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes' | 'budget' | 'chunkCacheBytes'
   >
 >;
+
+/**
+ * What hydration reads besides segments fails as the object it is (docs/ledger-format.md,
+ * "Storage kinds and the tamper matrix"): a bad base snapshot (or one of its chunks) is
+ * `snapshot`, a fork's origin `fork-origin`, a chunk of a value set by ref `value`. A layout
+ * race stays one, so that the read is run again.
+ */
+export const tamperedAs =
+  (object: TamperedObject, seq: number) =>
+  (err: unknown): never => {
+    if (
+      err instanceof TamperedLedgerError &&
+      !(err instanceof TamperedObjectError) &&
+      !(err instanceof LayoutRaceError)
+    ) {
+      const why = err.message.replace(/^ledger tampered at seq \d+: /, '');
+      const at = { firstBadSeq: Math.max(err.firstBadSeq, 1), seq };
+      throw new TamperedObjectError(object, at, why, { cause: err });
+    }
+    throw err;
+  };
 
 export class StateStore {
   readonly #o: Options;
@@ -382,7 +398,7 @@ export class StateStore {
       const snapshot = await this.#loadSnapshot(tenant, stream, base.objectKey, {
         ...base,
         digestVersion: version,
-      });
+      }).catch(tamperedAs('snapshot', base.seq));
       state = snapshot.working;
       digest = base.stateDigest;
       hash = base.hash;
@@ -529,15 +545,14 @@ export class StateStore {
     // measured first against the budget with the state they go into.
     const what = `the state at seq ${event.seq}`;
     const refs = hasRefs(payload.ops)
-      ? await this.values.readRefs(
-          tenant,
-          payload.ops,
-          await this.values.measureRefs(tenant, payload.ops, {
+      ? await this.values
+          .measureRefs(tenant, payload.ops, {
             budget: this.budget,
             held: state.extent,
             seq: event.seq,
-          }),
-        )
+          })
+          .then((measured) => this.values.readRefs(tenant, payload.ops, measured))
+          .catch(tamperedAs('value', event.seq))
       : undefined;
     const next = state.apply(payload.ops, refs);
     checkBudget(next.extent, this.budget, what);
@@ -557,7 +572,9 @@ export class StateStore {
       throw new TamperedLedgerError(event.seq, 'a fork event can only open a stream');
     if (payload.root !== undefined) {
       const expect = { seq: 1, stateDigest: payload.stateDigest, digestVersion: version };
-      const read = await this.#readRoot(tenant, stream, payload.root, expect);
+      const read = await this.#readRoot(tenant, stream, payload.root, expect).catch(
+        tamperedAs('fork-origin', 0),
+      );
       return { state: read.working, digest: payload.stateDigest };
     }
     if (typeof payload.snapshotKey !== 'string')
@@ -566,7 +583,7 @@ export class StateStore {
       seq: 0,
       stateDigest: payload.stateDigest,
       digestVersion: version,
-    });
+    }).catch(tamperedAs('fork-origin', 0));
     return { state: snapshot.working, digest: payload.stateDigest };
   }
 }

@@ -1,8 +1,8 @@
 import { ConflictError, StreamNotFoundError, UnavailableError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { RecordStore } from '../ports/record-store.js';
-import { dueKey, headKey, toHead } from './layout.js';
-import { leaseKey } from './leases.js';
+import { toHead } from './layout.js';
+import { dueKey, headKey, writerLeaseKey } from './storage-keys.js';
 
 /**
  * `DELETE /v1/streams/{id}`: the stream reads as gone at once, the compactor reclaims it.
@@ -44,7 +44,7 @@ export class StreamDeleter {
             ],
           },
           { kind: 'put', item: { ...dueKey(tenant, stream, now), tenant, stream } },
-          { kind: 'delete', key: leaseKey(tenant, stream) },
+          { kind: 'delete', key: writerLeaseKey(tenant, stream) },
         ]);
         return { deletingAt: now };
       } catch (err) {

@@ -1,8 +1,8 @@
 import { InvalidInputError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
-import type { ItemKey, RecordStore } from '../ports/record-store.js';
-import { headKey, toHead } from './layout.js';
-import { leaseKey } from './leases.js';
+import type { RecordStore } from '../ports/record-store.js';
+import { toHead } from './layout.js';
+import { headKey, streamIndexPk, writerLeaseKey } from './storage-keys.js';
 
 /**
  * Listing a tenant's streams: `GET /v1/streams?prefix=&after=&limit=`.
@@ -16,13 +16,6 @@ import { leaseKey } from './leases.js';
  *
  * Streams created before the index existed have no record and are not listed.
  */
-
-export const streamIndexPk = (tenant: string): string => `t#${tenant}#streams`;
-
-export const streamIndexKey = (tenant: string, stream: string): ItemKey => ({
-  pk: streamIndexPk(tenant),
-  sk: stream,
-});
 
 export interface ListedLease {
   owner: string;
@@ -75,7 +68,7 @@ export class StreamList {
       page.items.map(async ({ sk }): Promise<ListedStream | undefined> => {
         const [headItem, leaseItem] = await Promise.all([
           records.get(headKey(tenant, sk)),
-          records.get(leaseKey(tenant, sk)),
+          records.get(writerLeaseKey(tenant, sk)),
         ]);
         if (!headItem) return undefined;
         const head = toHead(headItem);

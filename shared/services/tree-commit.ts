@@ -9,8 +9,9 @@ import {
   hashToHex,
 } from '../domain/merkle/index.js';
 import { type HeadSigner, type SignedTreeHead, signTreeHead } from '../domain/signed-head.js';
-import type { Condition, ItemKey, JsonValue, TransactOp } from '../ports/record-store.js';
-import { type HeadRecord, shardOf, streamPk } from './layout.js';
+import type { Condition, JsonValue, TransactOp } from '../ports/record-store.js';
+import type { HeadRecord } from './layout.js';
+import { witnessKey } from './storage-keys.js';
 
 /**
  * The Merkle tree's part of an append's commit (docs/records-v2.md, "The commit transaction,
@@ -50,22 +51,6 @@ export interface TreeState {
   treeSize: number;
   frontier: Uint8Array[];
 }
-
-/** Record of the stream's tiles: all tiles of a tree of `size` leaves are stored. */
-export const tilesKey = (tenant: string, stream: string): ItemKey => ({
-  pk: streamPk(tenant, stream),
-  sk: 'tiles',
-});
-
-export const WITNESS_PREFIX = 'wit#';
-
-export const witnessPk = (shard: number): string => `${WITNESS_PREFIX}${shard}`;
-
-/** The stream's witness marker: it moved since the witness last published it. */
-export const witnessKey = (tenant: string, stream: string): ItemKey => ({
-  pk: witnessPk(shardOf(tenant, stream)),
-  sk: `${tenant}#${stream}`,
-});
 
 /**
  * The tree of a head, or undefined when it has none (a stream not backfilled yet). A head at

@@ -4,14 +4,8 @@ import { decodeSegment } from '../domain/segment.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { LayoutRaceError } from './chain-head.js';
-import {
-  type HeadRecord,
-  pad16,
-  SEGMENT_INDEX_PREFIX,
-  type SegmentIndexRecord,
-  streamPk,
-  toSegmentIndex,
-} from './layout.js';
+import { type HeadRecord, type SegmentIndexRecord, toSegmentIndex } from './layout.js';
+import { pad16, SEGMENT_INDEX_PREFIX, streamPk } from './storage-keys.js';
 
 /**
  * The leaf hashes of a range of a stream's tree (event seq `treeBase + i + 1` is leaf i), for

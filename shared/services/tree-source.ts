@@ -10,11 +10,12 @@ import {
   TileHashSource,
   type TileReader,
 } from '../domain/merkle/index.js';
-import { tileKey } from '../domain/merkle/tiles.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
-import { pad16, SEGMENT_INDEX_PREFIX, streamPk } from './layout.js';
-import { STORED_NODE_LEVEL, type TreeState, tilesKey } from './tree-commit.js';
+import type { HeadRecord } from './layout.js';
+import type { Reader } from './reader.js';
+import { pad16, SEGMENT_INDEX_PREFIX, streamPk, tileKey, tilesKey } from './storage-keys.js';
+import { STORED_NODE_LEVEL, type TreeState } from './tree-commit.js';
 
 /**
  * Where the server's proofs get their hashes (docs/proofs.md, "Computing proofs without

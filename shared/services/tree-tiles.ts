@@ -12,13 +12,13 @@ import {
   type Tile,
   type TileEdge,
   TileHashSource,
-  tileKey,
 } from '../domain/merkle/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore, TransactOp } from '../ports/record-store.js';
-import { type HeadRecord, headKey } from './layout.js';
+import type { HeadRecord } from './layout.js';
 import type { Reader } from './reader.js';
-import { tilesKey, treeOf } from './tree-commit.js';
+import { headKey, tileKey, tilesKey } from './storage-keys.js';
+import { treeOf } from './tree-commit.js';
 import { LeafSteps, pool } from './tree-leaves.js';
 import { objectTileReader, readTilesRecord } from './tree-source.js';
 

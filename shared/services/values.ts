@@ -25,8 +25,9 @@ import {
   type WorkBudget,
 } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
-import { type ChunkStore, chunkKey } from './chunk-store.js';
+import type { ChunkStore } from './chunk-store.js';
 import { loopTurns, yielding } from './loop-turns.js';
+import { chunkKey } from './storage-keys.js';
 
 /**
  * Large values (docs/state-v2.md, "Large values"): a value up to `maxValueBytes` (64 MiB by

@@ -17,18 +17,18 @@ import { headMismatch } from './chain-head.js';
 import { ChunkStore } from './chunk-store.js';
 import { mapLimit } from './compact-types.js';
 import { badCheckpoint, checkEntry } from './label-binding.js';
-import { CKPT_PREFIX, LABEL_PREFIX, labelOfSk } from './labels.js';
-import {
-  type HeadRecord,
-  SNAPSHOT_INDEX_PREFIX,
-  type SnapshotIndexRecord,
-  snapshotIndexKey,
-  streamPk,
-  toSnapshotIndex,
-} from './layout.js';
+import { type HeadRecord, type SnapshotIndexRecord, toSnapshotIndex } from './layout.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots } from './snapshot-v2.js';
 import { badBase, bindBase, HeadStateCheck, setsState } from './state-binding.js';
+import {
+  CKPT_PREFIX,
+  LABEL_PREFIX,
+  labelOfSk,
+  SNAPSHOT_INDEX_PREFIX,
+  snapshotIndexKey,
+  streamPk,
+} from './storage-keys.js';
 import { objectOf, type TamperedObject, TamperedObjectError } from './tampered.js';
 import { hasRefs, ValueStore } from './values.js';
 

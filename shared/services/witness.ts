@@ -3,8 +3,14 @@ import { type HeadKeys, parseSignedTreeHead, type SignedTreeHead } from '../doma
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { WitnessStore } from '../ports/witness-store.js';
-import { headKey, pad16, toHead, WORK_SHARDS } from './layout.js';
-import { witnessPk } from './tree-commit.js';
+import { toHead } from './layout.js';
+import {
+  headKey,
+  WORK_SHARDS,
+  witnessObjectKey,
+  witnessObjectPrefix,
+  witnessPk,
+} from './storage-keys.js';
 
 /**
  * The witness (docs/proofs.md, "Witness"): the scheduled compactor publishes the signed tree
@@ -48,8 +54,6 @@ export interface WitnessReport {
   witnessObjects: number;
 }
 
-const witnessPrefix = (tenant: string) => `w/${tenant}/`;
-
 export const publishWitness = async (
   deps: WitnessDeps,
   maxStreams = 1000,
@@ -87,7 +91,7 @@ export const publishWitness = async (
     // 3. One object for the tenant.
     if (heads.length > 0) {
       const body: WitnessObject = { format: WITNESS_FORMAT, tenant, publishedAt, runId, heads };
-      const key = `${witnessPrefix(tenant)}${pad16(publishedAt)}-${runId}.json`;
+      const key = witnessObjectKey(tenant, publishedAt, runId);
       await witness.publish(key, Buffer.from(JSON.stringify(body), 'utf8'));
       headsWitnessed += heads.length;
       witnessObjects++;
@@ -138,7 +142,7 @@ export const readWitness = async (
 ): Promise<{ heads: WitnessedHead[]; invalid: string[] }> => {
   const heads: WitnessedHead[] = [];
   const invalid: string[] = [];
-  for (const v of await witness.versions(witnessPrefix(tenant))) {
+  for (const v of await witness.versions(witnessObjectPrefix(tenant))) {
     const where = `${v.key}@${v.versionId}`;
     let object: WitnessObject;
     try {
@@ -197,7 +201,7 @@ export const publishedHeads = async (
 }> => {
   const heads: Array<{ head: unknown; publishedAt: number; where: string }> = [];
   const invalid: string[] = [];
-  const versions = await witness.versions(witnessPrefix(tenant));
+  const versions = await witness.versions(witnessObjectPrefix(tenant));
   for (const v of versions) {
     const where = `${v.key}@${v.versionId}`;
     try {

@@ -11,7 +11,12 @@ import type { Item } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
 import { Compactor } from '../../shared/services/compactor.js';
-import { headKey, pad16, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/services/layout.js';
+import {
+  headKey,
+  pad16,
+  SEGMENT_INDEX_PREFIX,
+  streamPk,
+} from '../../shared/services/storage-keys.js';
 import { WITNESS_FORMAT } from '../../shared/services/witness.js';
 import { createHarness, events, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 import { hasAwsEmulators } from '../support/aws.js';

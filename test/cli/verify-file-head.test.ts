@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { headKey, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/services/layout.js';
+import { headKey, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/services/storage-keys.js';
 import { createHarness, events, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 
 /**

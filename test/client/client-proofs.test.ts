@@ -6,7 +6,7 @@ import { ClientVerificationError } from '../../shared/client/errors.js';
 import { TamperedHistoryError } from '../../shared/client/proofs.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import { FileTrustStore } from '../../shared/client/trust-store-file.js';
-import { headKey } from '../../shared/services/layout.js';
+import { headKey } from '../../shared/services/storage-keys.js';
 import { backupStream, proofsApp, restoreStream } from '../support/proofs-app.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

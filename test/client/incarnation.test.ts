@@ -6,7 +6,7 @@ import { resume } from '../../shared/client/harness.js';
 import type { Json } from '../../shared/client/types.js';
 import { createApp } from '../../shared/http/app.js';
 import { KeyService } from '../../shared/services/keys.js';
-import { headKey } from '../../shared/services/layout.js';
+import { headKey } from '../../shared/services/storage-keys.js';
 import {
   compactionWorld,
   type ManualClock,

@@ -7,7 +7,7 @@ import {
   durableWriterTestHooks,
 } from '../../shared/adapters/local/durable-writer.js';
 import { parseSettings } from '../../shared/config/settings.js';
-import { CLIENT_IDEMPOTENCY_PREFIX } from '../../shared/services/layout.js';
+import { CLIENT_IDEMPOTENCY_PREFIX } from '../../shared/services/storage-keys.js';
 
 /**
  * The embedded server (as functions/server.ts wires it: same stores, same admission of

@@ -6,7 +6,7 @@ import { LocalObjectStore } from '../../shared/adapters/local/local-object-store
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
-import { headKey } from '../../shared/services/layout.js';
+import { headKey } from '../../shared/services/storage-keys.js';
 import { type Spawned, spawnCollected, waitForOutput } from './process-tools.js';
 
 /**

@@ -3,13 +3,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HefestoClient } from '../../shared/client/client.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import type { EventInput } from '../../shared/domain/event.js';
-import { encodeChunkSnapshot, snapshotKey } from '../../shared/domain/snapshot.js';
+import { encodeChunkSnapshot } from '../../shared/domain/snapshot.js';
 import type { JsonObject } from '../../shared/domain/state.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { createApp } from '../../shared/http/app.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { KeyService } from '../../shared/services/keys.js';
-import { headKey, snapshotIndexKey, toSnapshotIndex } from '../../shared/services/layout.js';
+import { toSnapshotIndex } from '../../shared/services/layout.js';
+import { headKey, snapshotIndexKey, snapshotKey } from '../../shared/services/storage-keys.js';
 import { compactionWorld, manualClock } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

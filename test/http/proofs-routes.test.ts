@@ -8,7 +8,7 @@ import { sha256 } from '../../shared/domain/hashing.js';
 import { HeadKeys, type SignedTreeHead } from '../../shared/domain/signed-head.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { headKey } from '../../shared/services/layout.js';
+import { headKey } from '../../shared/services/storage-keys.js';
 import {
   createHarness,
   events,

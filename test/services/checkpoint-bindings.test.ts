@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Item } from '../../shared/ports/record-store.js';
-import { ckptSk, labelKey } from '../../shared/services/labels.js';
-import { streamPk } from '../../shared/services/layout.js';
+import { ckptSk, labelKey, streamPk } from '../../shared/services/storage-keys.js';
 import { compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

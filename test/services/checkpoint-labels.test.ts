@@ -8,8 +8,7 @@ import {
 } from '../../shared/domain/errors.js';
 import type { DeltaOp, JsonObject } from '../../shared/domain/state.js';
 import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { streamPk } from '../../shared/services/layout.js';
-import { streamIndexPk } from '../../shared/services/stream-list.js';
+import { streamIndexPk, streamPk } from '../../shared/services/storage-keys.js';
 import {
   compactionWorld,
   keysUnder,

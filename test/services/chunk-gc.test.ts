@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CrashInjectedError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import type { ChunkGcStep } from '../../shared/services/chunk-gc.js';
-import { chunkGcKey, chunkPrefix } from '../../shared/services/chunk-store.js';
 import type { SnapshotStep } from '../../shared/services/snapshot-v2.js';
+import { chunkGcKey, chunkPrefix } from '../../shared/services/storage-keys.js';
 import { meteredObjects } from '../support/chunk-world.js';
 import {
   compactionWorld,

@@ -5,8 +5,8 @@ import { DELTA_EVENT } from '../../shared/domain/state.js';
 import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import type { CompactStep } from '../../shared/services/compact-types.js';
 import type { CompactionReport } from '../../shared/services/compactor.js';
-import { snapshotIndexKey, streamPk } from '../../shared/services/layout.js';
 import { Reader } from '../../shared/services/reader.js';
+import { snapshotIndexKey, streamPk } from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

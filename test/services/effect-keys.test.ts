@@ -8,8 +8,8 @@ import {
   EffectService,
   type FinishRequest,
 } from '../../shared/services/effects.js';
-import { streamPk } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { streamPk } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

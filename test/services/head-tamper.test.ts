@@ -5,11 +5,11 @@ import {
   UnavailableError,
 } from '../../shared/domain/errors.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
-import { segmentKey } from '../../shared/domain/segment.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
-import { headKey, streamPk, toHead } from '../../shared/services/layout.js';
+import { toHead } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { headKey, segmentKey, streamPk } from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EventInput } from '../../shared/domain/event.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { Appender, type AppendRequest } from '../../shared/services/append.js';
-import { clientIdempotencyKey } from '../../shared/services/layout.js';
+import { clientIdempotencyKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

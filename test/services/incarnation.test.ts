@@ -12,7 +12,7 @@ import {
   headKey,
   legacyIdempotencyKey,
   streamPk,
-} from '../../shared/services/layout.js';
+} from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

@@ -3,7 +3,7 @@ import { canonicalJson } from '../../shared/domain/canonical.js';
 import { InvalidInputError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { chunksOfValue, MAX_CHUNK_BYTES } from '../../shared/domain/state-v2/index.js';
-import { chunkPrefix } from '../../shared/services/chunk-store.js';
+import { chunkPrefix } from '../../shared/services/storage-keys.js';
 import { MAX_UPLOAD_BYTES } from '../../shared/services/values.js';
 import {
   compactionWorld,

@@ -8,10 +8,10 @@ import {
   TamperedLedgerError,
 } from '../../shared/domain/errors.js';
 import { type EventInput, genesisHash } from '../../shared/domain/event.js';
-import { segmentKey } from '../../shared/domain/segment.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
 import { Appender, type AppendRequest, type CommitStep } from '../../shared/services/append.js';
 import { Reader } from '../../shared/services/reader.js';
+import { segmentKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 const T = 'acme';

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InvalidInputError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { chunksOfValue, DEFAULT_WORK_BUDGET } from '../../shared/domain/state-v2/index.js';
-import { chunkPrefix } from '../../shared/services/chunk-store.js';
+import { chunkPrefix } from '../../shared/services/storage-keys.js';
 import {
   compactionWorld,
   GRACE,

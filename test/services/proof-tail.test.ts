@@ -9,10 +9,9 @@ import {
 } from '../../shared/domain/merkle/index.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/services/layout.js';
 import { ProofService } from '../../shared/services/proofs.js';
 import { Reader } from '../../shared/services/reader.js';
-import { tilesKey } from '../../shared/services/tree-commit.js';
+import { SEGMENT_INDEX_PREFIX, streamPk, tilesKey } from '../../shared/services/storage-keys.js';
 import { PROOF_LEAF_BUDGET } from '../../shared/services/tree-source.js';
 import { writeTreeTiles } from '../../shared/services/tree-tiles.js';
 import { batch, compactionWorld, manualClock, type World } from '../support/compaction.js';

@@ -2,9 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventLeafHash, MemoryTree, verifyInclusion } from '../../shared/domain/merkle/index.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { headKey } from '../../shared/services/layout.js';
 import { PROOF_CONCURRENCY, ProofService } from '../../shared/services/proofs.js';
 import { Reader } from '../../shared/services/reader.js';
+import { headKey } from '../../shared/services/storage-keys.js';
 import { batch, compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -13,8 +13,8 @@ import {
 import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { escapeSegment } from '../../shared/domain/state-v2/pointer.js';
 import { Checkpointer, StateCache } from '../../shared/services/checkpoint.js';
-import { headKey } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { headKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 import { choiceArb, deltaFor, stateArb } from '../unit/state-v2-arbitraries.js';
 

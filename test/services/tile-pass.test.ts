@@ -5,14 +5,12 @@ import {
   encodeTile,
   eventLeafHash,
   extendTiles,
-  tileKey,
 } from '../../shared/domain/merkle/index.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore, TransactOp } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { SEGMENT_INDEX_PREFIX } from '../../shared/services/layout.js';
 import { Reader } from '../../shared/services/reader.js';
-import { tilesKey } from '../../shared/services/tree-commit.js';
+import { SEGMENT_INDEX_PREFIX, tileKey, tilesKey } from '../../shared/services/storage-keys.js';
 import {
   TILE_WRITE_CONCURRENCY,
   type TreeTilesVisit,

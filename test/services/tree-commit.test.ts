@@ -4,9 +4,9 @@ import type { EventInput } from '../../shared/domain/event.js';
 import { eventLeafHash, hashToHex, MemoryTree } from '../../shared/domain/merkle/index.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { Appender, type AppendRequest, type CommitStep } from '../../shared/services/append.js';
-import { headKey, toHead } from '../../shared/services/layout.js';
+import { toHead } from '../../shared/services/layout.js';
 import { Reader } from '../../shared/services/reader.js';
-import { witnessKey } from '../../shared/services/tree-commit.js';
+import { headKey, witnessKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

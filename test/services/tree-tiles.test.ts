@@ -4,15 +4,14 @@ import {
   eventLeafHash,
   hashToHex,
   MemoryTree,
-  tileKey,
   verifyConsistency,
   verifyInclusion,
 } from '../../shared/domain/merkle/index.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { headKey, toHead } from '../../shared/services/layout.js';
+import { toHead } from '../../shared/services/layout.js';
 import { ProofService } from '../../shared/services/proofs.js';
 import { Reader } from '../../shared/services/reader.js';
-import { tilesKey } from '../../shared/services/tree-commit.js';
+import { headKey, tileKey, tilesKey } from '../../shared/services/storage-keys.js';
 import { writeTreeTiles } from '../../shared/services/tree-tiles.js';
 import {
   batch,

@@ -3,15 +3,15 @@ import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { chunksOfValue, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import type { Item } from '../../shared/ports/record-store.js';
-import { chunkKey } from '../../shared/services/chunk-store.js';
+import { toSegmentIndex } from '../../shared/services/layout.js';
+import { readStateValue } from '../../shared/services/state-read.js';
 import {
+  chunkKey,
   headKey,
   SEGMENT_INDEX_PREFIX,
   snapshotIndexKey,
   streamPk,
-  toSegmentIndex,
-} from '../../shared/services/layout.js';
-import { readStateValue } from '../../shared/services/state-read.js';
+} from '../../shared/services/storage-keys.js';
 import {
   compactionWorld,
   type ManualClock,

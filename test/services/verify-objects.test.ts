@@ -1,14 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
-import { chunkKey } from '../../shared/services/chunk-store.js';
+import { type SnapshotIndexRecord, toSnapshotIndex } from '../../shared/services/layout.js';
 import {
+  chunkKey,
   SNAPSHOT_INDEX_PREFIX,
-  type SnapshotIndexRecord,
   snapshotIndexKey,
   streamPk,
-  toSnapshotIndex,
-} from '../../shared/services/layout.js';
+} from '../../shared/services/storage-keys.js';
 import {
   compactionWorld,
   keysUnder,

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
-import { headKey, toHead } from '../../shared/services/layout.js';
-import { witnessKey } from '../../shared/services/tree-commit.js';
+import { toHead } from '../../shared/services/layout.js';
+import { headKey, witnessKey } from '../../shared/services/storage-keys.js';
 import { readWitness } from '../../shared/services/witness.js';
 import { batch, compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';

@@ -1,7 +1,6 @@
 import { expect } from 'vitest';
 import { CrashInjectedError } from '../../shared/domain/errors.js';
 import type { EventInput, LedgerEvent } from '../../shared/domain/event.js';
-import { segmentPrefix } from '../../shared/domain/segment.js';
 import type { IdSource } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { Item, RecordStore } from '../../shared/ports/record-store.js';
@@ -11,14 +10,15 @@ import {
   Compactor,
   type CompactorOptions,
 } from '../../shared/services/compactor.js';
+import { Ledger, type LedgerSettings } from '../../shared/services/ledger.js';
 import {
   duePk,
   markerPk,
   SEGMENT_INDEX_PREFIX,
+  segmentPrefix,
   streamPk,
   WORK_SHARDS,
-} from '../../shared/services/layout.js';
-import { Ledger, type LedgerSettings } from '../../shared/services/ledger.js';
+} from '../../shared/services/storage-keys.js';
 import type { StorePair } from './stores.js';
 
 /** A clock the test moves by hand. */

@@ -1,12 +1,11 @@
 import { pino } from 'pino';
 import { HefestoClient, type HefestoClientOptions } from '../../shared/client/client.js';
-import { segmentKey } from '../../shared/domain/segment.js';
 import { createApp } from '../../shared/http/app.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { KeyService } from '../../shared/services/keys.js';
-import { streamPk } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import { segmentKey, streamPk } from '../../shared/services/storage-keys.js';
 import type { StorePair } from './stores.js';
 
 /**

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import Database from 'better-sqlite3';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
@@ -9,7 +11,7 @@ import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-st
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
 import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
-import type { RecordStore } from '../../shared/ports/record-store.js';
+import type { ItemKey, RecordStore } from '../../shared/ports/record-store.js';
 import {
   createTestBucket,
   createTestTable,
@@ -24,6 +26,11 @@ export interface StorePair {
   records: RecordStore;
   /** Where a test can flip bytes behind the adapter's back. */
   tamper(key: string, mutate: (body: Uint8Array) => Uint8Array): Promise<void>;
+  /**
+   * The key of every record stored, read from the table itself (SQLite, a DynamoDB scan),
+   * not through the port; absent on memory, whose map only the port reaches.
+   */
+  scanKeys?(): Promise<ItemKey[]>;
   cleanup(): Promise<void>;
 }
 
@@ -67,6 +74,14 @@ export const localStores: StoreFactory = {
       objects,
       records,
       tamper: tamperVia(objects),
+      scanKeys: async () => {
+        const db = new Database(join(dir, 'records.sqlite'), { readonly: true });
+        try {
+          return db.prepare<[], ItemKey>('SELECT pk, sk FROM items').all();
+        } finally {
+          db.close();
+        }
+      },
       cleanup: async () => {
         objects.close();
         records.close();
@@ -89,6 +104,24 @@ export const awsStores: StoreFactory = {
       objects,
       records: new DynamoRecordStore({ client: dynamo, table: table.name, clock }),
       tamper: tamperVia(objects),
+      scanKeys: async () => {
+        const keys: ItemKey[] = [];
+        let start: Record<string, unknown> | undefined;
+        do {
+          const page = await dynamo.send(
+            new ScanCommand({
+              TableName: table.name,
+              ProjectionExpression: 'pk, sk',
+              ExclusiveStartKey: start as never,
+            }),
+          );
+          for (const item of page.Items ?? []) {
+            keys.push({ pk: String(item.pk?.S), sk: String(item.sk?.S) });
+          }
+          start = page.LastEvaluatedKey;
+        } while (start !== undefined);
+        return keys;
+      },
       cleanup: async () => {
         await Promise.all([bucket.cleanup(), table.cleanup()]);
         s3.destroy();

@@ -2,17 +2,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, TamperedLedgerError } from '../../shared/domain/errors.js';
 import { genesisHash, type SealedEvent, sealBatch } from '../../shared/domain/event.js';
-import {
-  decodeSegment,
-  encodeSegment,
-  firstSeqOfKey,
-  mergedSegmentKey,
-  mergeSegments,
-  parseSegmentKey,
-  segmentKey,
-} from '../../shared/domain/segment.js';
+import { decodeSegment, encodeSegment, mergeSegments } from '../../shared/domain/segment.js';
 import { planRuns } from '../../shared/services/compact-merge.js';
 import type { SegmentIndexRecord } from '../../shared/services/layout.js';
+import {
+  firstSeqOfKey,
+  mergedSegmentKey,
+  parseSegmentKey,
+  segmentKey,
+} from '../../shared/services/storage-keys.js';
 
 const T = 'acme';
 const S = 'run-1';

@@ -11,13 +11,9 @@ import {
   toLedgerEvent,
 } from '../../shared/domain/event.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
-import {
-  decodeSegment,
-  encodeSegment,
-  firstSeqOfKey,
-  segmentKey,
-} from '../../shared/domain/segment.js';
+import { decodeSegment, encodeSegment } from '../../shared/domain/segment.js';
 import { decodeChain, verifyEvents, verifySegments } from '../../shared/domain/verify.js';
+import { firstSeqOfKey, segmentKey } from '../../shared/services/storage-keys.js';
 
 const TENANT = 'acme';
 const STREAM = 'run-1';

@@ -21,13 +21,13 @@ import {
   parseTilePath,
   TileHashSource,
   type TileId,
-  tileKey,
   tilePath,
   tilesBetween,
   tilesForConsistency,
   tilesForInclusion,
   tileWidth,
 } from '../../shared/domain/merkle/index.js';
+import { tileKey } from '../../shared/services/storage-keys.js';
 
 const leaves = (n: number, from = 0) =>
   Array.from({ length: n }, (_, i) => leafHash(sha256(`tile leaf ${from + i}`)));

@@ -8,9 +8,9 @@ import { sha256Hex } from '../../shared/domain/hashing.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
 import { digestV2 } from '../../shared/domain/state-v2/index.js';
 import type { Item } from '../../shared/ports/record-store.js';
-import { headKey } from '../../shared/services/layout.js';
 import { Ledger } from '../../shared/services/ledger.js';
 import { readStateValue } from '../../shared/services/state-read.js';
+import { headKey } from '../../shared/services/storage-keys.js';
 import { awsStores, localStores, type StorePair } from '../support/stores.js';
 
 /**

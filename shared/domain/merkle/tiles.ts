@@ -128,14 +128,6 @@ export const parseTilePath = (path: string): TileId => {
   return tile;
 };
 
-/**
- * Object key of a stream's tile: the tlog-tiles path under the stream's prefix, beside
- * `seg/` and `snap/` (`t/{tenant}/s/{stream}/tile/0/x001/x234/067.p/12`). Deleting a stream
- * deletes its prefix, tiles included.
- */
-export const tileKey = (tenant: string, stream: string, tile: TileId): string =>
-  `t/${tenant}/s/${stream}/${tilePath(tile)}`;
-
 /** A tile's bytes: its hashes concatenated, nothing else (tlog-tiles). */
 export const encodeTile = (hashes: readonly Uint8Array[]): Uint8Array => {
   if (hashes.length < 1 || hashes.length > TILE_WIDTH) {
