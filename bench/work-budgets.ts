@@ -142,12 +142,16 @@ const legitValue = () =>
 
 export const runWorkBudgetsBench = async () => {
   const dir = mkdtempSync(join(tmpdir(), 'hefesto-bench-budgets-'));
-  const server = await startPinnedServer({
-    HEFESTO_DATA_DIR: dir,
-    HEFESTO_API_KEY: ROOT,
-    HEFESTO_COMPACT_INTERVAL_MS: '0',
-    HEFESTO_SNAPSHOT_EVERY: '1',
-  });
+  const prof = process.env.HEFESTO_BENCH_CPU_PROF;
+  const server = await startPinnedServer(
+    {
+      HEFESTO_DATA_DIR: dir,
+      HEFESTO_API_KEY: ROOT,
+      HEFESTO_COMPACT_INTERVAL_MS: '0',
+      HEFESTO_SNAPSHOT_EVERY: '1',
+    },
+    prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+  );
   const url = server.url;
   const rows: PhaseResult[] = [];
   try {

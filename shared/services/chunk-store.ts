@@ -4,6 +4,7 @@ import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { mapLimit } from './compact-types.js';
+import { loopPacer, type Pacer } from './loop-turns.js';
 import { chunkGcKey, chunkKey, chunkRefsPk, type RefKind, refSk } from './storage-keys.js';
 
 /**
@@ -81,6 +82,8 @@ export interface ChunkStoreOptions {
   cache?: ChunkCache;
   /** Chunk GETs / PUTs in flight per operation. Default 16. */
   concurrency?: number;
+  /** Turns of the event loop between steps of long reads and writes (loop-turns.ts). */
+  pacer?: Pacer;
 }
 
 /** Parsed children of a chunk (hashes of chunks it names), for the GC walk. */
@@ -97,7 +100,7 @@ export class ChunkStore {
   readonly #gens = new Map<string, number>();
 
   constructor(options: ChunkStoreOptions) {
-    this.#o = { cache: new ChunkCache(), concurrency: 16, ...options };
+    this.#o = { cache: new ChunkCache(), concurrency: 16, pacer: loopPacer, ...options };
   }
 
   get cache(): ChunkCache {
@@ -108,19 +111,25 @@ export class ChunkStore {
     return this.#o.concurrency;
   }
 
+  /** The event loop's pacer: reads and writes of large states take turns (loop-turns.ts). */
+  get pacer(): Pacer {
+    return this.#o.pacer;
+  }
+
   /**
    * A source for readState: cache first, else one GET. Fetched bytes are kept in `fetched`
-   * and enter the cache only through `remember`, after the read verified them.
+   * and enter the cache only through `remember`, after the read verified them. Each fetch
+   * takes a turn of the event loop when the slice is spent (loop-turns.ts), before and after.
    */
   source(tenant: string, fetched?: Map<string, Uint8Array>): ChunkSource {
-    const { cache, objects } = this.#o;
-    return async (hash) => {
+    const { cache, objects, pacer } = this.#o;
+    return pacer.source(async (hash) => {
       const hit = cache.get(tenant, hash);
       if (hit) return hit;
       const stored = await objects.get(chunkKey(tenant, hash));
       if (stored) fetched?.set(hash, stored.body);
       return stored?.body;
-    };
+    });
   }
 
   remember(tenant: string, fetched: Map<string, Uint8Array>): void {
@@ -218,19 +227,42 @@ export class ChunkStore {
   }
 
   /**
-   * Puts chunks (put-if-absent), every one but the last concurrently, then the last: lists
-   * come children first with the root last, so a stored root means a stored tree.
+   * Puts chunks (put-if-absent) as they come, `concurrency` at a time, every one but the
+   * last, then the last: lists come children first with the root last, so a stored root means
+   * a stored tree. Taking them one at a time from a generator (state-v2 `eachChunk`), a
+   * writer holds a batch of encoded chunks, not the whole tree, and the encoding takes
+   * turns of the event loop (loop-turns.ts).
    */
-  async putChunks(tenant: string, chunks: Chunk[]): Promise<number> {
-    const { objects, cache, concurrency } = this.#o;
-    const last = chunks.at(-1);
-    if (!last) return 0;
+  async putChunks(
+    tenant: string,
+    chunks: Iterable<Chunk>,
+  ): Promise<{ bytes: number; count: number }> {
+    const { objects, cache, concurrency, pacer } = this.#o;
     const put = async (c: Chunk) => {
       await objects.putIfAbsent(chunkKey(tenant, c.hash), c.bytes);
       cache.put(tenant, c.hash, c.bytes);
     };
-    await mapLimit(chunks.slice(0, -1), concurrency, put);
-    await put(last);
-    return chunks.reduce((n, c) => n + c.bytes.length, 0);
+    let bytes = 0;
+    let count = 0;
+    let held: Chunk | undefined;
+    let batch: Chunk[] = [];
+    const iterator = chunks[Symbol.iterator]();
+    for (;;) {
+      const turn = pacer.pause();
+      if (turn) await turn;
+      const next = iterator.next();
+      if (next.done) break;
+      bytes += next.value.bytes.length;
+      count++;
+      if (held) batch.push(held);
+      held = next.value;
+      if (batch.length >= concurrency) {
+        await mapLimit(batch, concurrency, put);
+        batch = [];
+      }
+    }
+    await mapLimit(batch, concurrency, put);
+    if (held) await put(held);
+    return { bytes, count };
   }
 }

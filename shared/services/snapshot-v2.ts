@@ -5,16 +5,15 @@ import { encodeChunkSnapshot, type StateRootRef } from '../domain/snapshot.js';
 import type { JsonObject } from '../domain/state.js';
 import {
   boundedSource,
-  chunkHashes,
   describeRoot,
-  listChunks,
+  eachChunk,
+  eachChunkHash,
   MerkleState,
   readState,
 } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { ChunkStore, StoredKnowledge } from './chunk-store.js';
-import { loopTurns, yielding } from './loop-turns.js';
 import { baseDueKey, chunkRefsPk, refSk, snapshotIndexKey, snapshotKey } from './storage-keys.js';
 
 /**
@@ -63,11 +62,20 @@ export class ChunkSnapshots {
     return this.#known.get(`${tenant}\u0000${stream}`);
   }
 
-  #learn(tenant: string, stream: string, gen: number, tree: MerkleState): void {
+  /** The chunks of `tree` as stored under `gen` (a walk of the tree, taking turns). */
+  async #learn(tenant: string, stream: string, gen: number, tree: MerkleState): Promise<void> {
     const key = `${tenant}\u0000${stream}`;
     this.#known.delete(key);
     if (gen % 2 === 1) return; // seen during a sweep: proves nothing after it
-    this.#known.set(key, { gen, hashes: new Set(chunkHashes(tree.root())) });
+    const hashes = new Set<string>();
+    const { pause } = this.chunks.pacer;
+    for (const chunk of eachChunkHash(tree.root())) {
+      const turn = pause();
+      if (turn) await turn;
+      hashes.add(chunk.hash);
+    }
+    this.#known.delete(key);
+    this.#known.set(key, { gen, hashes });
     if (this.#known.size > MAX_KNOWN) {
       const oldest = this.#known.keys().next().value;
       if (oldest !== undefined) this.#known.delete(oldest);
@@ -98,11 +106,11 @@ export class ChunkSnapshots {
     const hashes = gen === undefined ? undefined : known?.hashes;
     gen ??= (await this.chunks.addRef(tenant, ref)) as number;
     this.crash?.('ref-written');
-    const list = listChunks(tree.root(), hashes ? (h) => hashes.has(h) : undefined);
-    const chunkBytes = await this.chunks.putChunks(tenant, list);
+    const chunks = eachChunk(tree.root(), hashes ? (h) => hashes.has(h) : undefined);
+    const put = await this.chunks.putChunks(tenant, chunks);
     this.crash?.('chunks-written');
-    this.#learn(tenant, holder.stream, gen, tree);
-    return { tree, root, chunkBytes, count: list.length };
+    await this.#learn(tenant, holder.stream, gen, tree);
+    return { tree, root, chunkBytes: put.bytes, count: put.count };
   }
 
   /**
@@ -198,10 +206,10 @@ export class ChunkSnapshots {
     const source = boundedSource(this.chunks.source(tenant, fetched), this.chunks.concurrency);
     // Leaves need no canonical check: the state is checked whole against the stream's
     // verified digest right after, and the chunks' hashes and paging are checked anyway.
-    const tree = await readState(root.digest, yielding(source), {
+    const tree = await readState(root.digest, source, {
       seq: Math.max(1, expect.seq),
       canonical: false,
-      pause: loopTurns(),
+      pause: this.chunks.pacer.pause,
     });
     const state = tree.state;
     const matches =
@@ -215,7 +223,7 @@ export class ChunkSnapshots {
       );
     }
     this.chunks.remember(tenant, fetched);
-    this.#learn(tenant, stream, gen, tree);
+    await this.#learn(tenant, stream, gen, tree);
     return { state, tree };
   }
 }

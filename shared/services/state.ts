@@ -29,7 +29,6 @@ import type { RecordStore } from '../ports/record-store.js';
 import { headMismatch, LayoutRaceError } from './chain-head.js';
 import { ChunkCache, ChunkStore, type StoredKnowledge } from './chunk-store.js';
 import { type HeadRecord, type SnapshotIndexRecord, toSnapshotIndex } from './layout.js';
-import { yielding } from './loop-turns.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
 import { bindBase, HeadStateCheck } from './state-binding.js';
@@ -304,7 +303,7 @@ export class StateStore {
     // Measured from its chunks before it is built: a state over the budget is refused here.
     const fetched = new Map<string, Uint8Array>();
     const source = boundedSource(this.chunks.source(tenant, fetched), this.chunks.concurrency);
-    const extent = await measureValue(root.digest, yielding(source), {
+    const extent = await measureValue(root.digest, source, {
       budget: this.budget,
       what: `the state at seq ${expect.seq}`,
       seq: Math.max(1, expect.seq),

@@ -26,7 +26,6 @@ import {
 } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { ChunkStore } from './chunk-store.js';
-import { loopTurns, yielding } from './loop-turns.js';
 import { chunkKey } from './storage-keys.js';
 
 /**
@@ -157,7 +156,7 @@ export class ValueStore {
       if (!isRef(op) || values.has(op.ref.hash)) continue;
       const { hash, size } = op.ref;
       const resolved = await this.#asOp(i, measured.client, () =>
-        readValue(hash, source, { seq: measured.seq, pause: loopTurns() }),
+        readValue(hash, source, { seq: measured.seq, pause: this.chunks.pacer.pause }),
       );
       if (resolved.node.size !== size) {
         throw new InvalidInputError(
@@ -208,16 +207,20 @@ export class ValueStore {
     return { release };
   }
 
-  /** A source through the chunk cache that keeps what it fetched and yields now and then. */
+  /** A source through the chunk cache that keeps what it fetched (paced: chunk-store.ts). */
   #source(tenant: string, fetched: Map<string, Uint8Array>): ChunkSource {
     const inner = boundedSource(this.chunks.source(tenant), this.chunks.concurrency);
-    return yielding(async (hash) => {
+    const { pacer } = this.chunks;
+    return async (hash) => {
       const kept = fetched.get(hash);
-      if (kept) return kept;
+      if (kept) {
+        await pacer.pause();
+        return kept;
+      }
       const bytes = await inner(hash);
       if (bytes) fetched.set(hash, bytes);
       return bytes;
-    });
+    };
   }
 
   /** Errors of a client's ref as the caller's (the op named), else as they are. */

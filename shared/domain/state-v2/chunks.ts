@@ -157,22 +157,31 @@ const once = (skip: (hash: string) => boolean) => {
 };
 
 /**
- * The chunks of a settled tree, children first, each once. `skip(hash)` true for a chunk
- * already stored skips it and its whole subtree (a base snapshot writes only what is new).
+ * The chunks of a settled tree, children first, each once, one at a time (a writer that
+ * puts them as they come holds a few, not the whole tree, and can take turns of the event
+ * loop in between). `skip(hash)` true for a chunk already stored skips it and its whole
+ * subtree (a base snapshot writes only what is new).
  */
+export const eachChunk = (
+  node: VNode,
+  skip: (hash: string) => boolean = () => false,
+): Generator<Chunk> => nodeChunks(node, once(skip), true);
+
+/** `eachChunk`, without encoding any: only their hashes (bytes empty). */
+export const eachChunkHash = (node: VNode): Generator<Chunk> =>
+  nodeChunks(
+    node,
+    once(() => false),
+    false,
+  );
+
+/** The chunks of `eachChunk`, as a list. */
 export const listChunks = (node: VNode, skip: (hash: string) => boolean = () => false): Chunk[] => [
-  ...nodeChunks(node, once(skip), true),
+  ...eachChunk(node, skip),
 ];
 
 /** Hashes of every chunk of a settled tree (for reference records), without encoding any. */
-export const chunkHashes = (node: VNode): string[] =>
-  [
-    ...nodeChunks(
-      node,
-      once(() => false),
-      false,
-    ),
-  ].map((c) => c.hash);
+export const chunkHashes = (node: VNode): string[] => [...eachChunkHash(node)].map((c) => c.hash);
 
 /** A value to upload before a `ref` op: its chunks and the ref that names them. */
 export const chunksOfValue = (value: JsonValue): { ref: ChunkRef; chunks: Chunk[] } => {

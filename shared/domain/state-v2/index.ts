@@ -15,7 +15,14 @@ export {
   type WorkBudget,
 } from './budget.js';
 export { parseChunk, verifyChunk } from './chunk-parse.js';
-export { type Chunk, chunkHashes, chunksOfValue, listChunks } from './chunks.js';
+export {
+  type Chunk,
+  chunkHashes,
+  chunksOfValue,
+  eachChunk,
+  eachChunkHash,
+  listChunks,
+} from './chunks.js';
 export {
   ARRAY_FANOUT,
   INLINE_MAX,

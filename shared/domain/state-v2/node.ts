@@ -10,7 +10,7 @@ import {
   TAG,
   writer,
 } from './format.js';
-import { buildTree, rootHash } from './seq-tree.js';
+import { buildTree, buildTreePaced, rootHash } from './seq-tree.js';
 import { type ContainerKind, Kind, type ObjectEntry, type VNode } from './types.js';
 
 const objectProto = Object.prototype;
@@ -73,6 +73,19 @@ export const containerNode = (
   childSum: number,
 ): VNode => {
   const tree = buildTree(kind, entries);
+  return { kind, hash: rootHash(kind, tree), size, value, tree, childSum };
+};
+
+/** `containerNode`, its tree built awaiting `pause` every few pages (seq-tree.ts). */
+export const containerNodePaced = async (
+  value: JsonValue[] | { [key: string]: JsonValue },
+  kind: ContainerKind,
+  entries: VNode[] | ObjectEntry[],
+  size: number,
+  childSum: number,
+  pause: () => Promise<void> | undefined,
+): Promise<VNode> => {
+  const tree = await buildTreePaced(kind, entries, pause);
   return { kind, hash: rootHash(kind, tree), size, value, tree, childSum };
 };
 

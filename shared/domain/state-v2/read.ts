@@ -3,7 +3,7 @@ import type { JsonObject } from '../state.js';
 import type { ParsedChunk, Slot } from './chunk-parse.js';
 import { INLINE_MAX, MAX_DEPTH, STRING_PAGE, TAG, toHex } from './format.js';
 import { MerkleState } from './merkle-state.js';
-import { containerNode, keyJcs, objectEntry } from './node.js';
+import { containerNode, containerNodePaced, keyJcs, objectEntry } from './node.js';
 import type { ResolvedValue } from './ops.js';
 import { isContainer } from './pointer.js';
 import {
@@ -115,32 +115,76 @@ export const setMember = (target: JsonObject, key: string, value: JsonValue): vo
  * caller checks the node's hash against the one it was read by.
  */
 export const assembleContainer = (kind: ContainerKind, slots: Slot[], children: VNode[]): VNode => {
-  let sum = 0;
-  if (kind === Kind.Array) {
-    for (const child of children) sum += child.size;
-    const value = children.map((c) => c.value);
-    return containerNode(value, kind, children, 2 + sum + children.length - 1, sum);
-  }
-  const value: JsonObject = {};
-  const entries: ObjectEntry[] = [];
-  let previous: string | undefined;
-  for (const [i, slot] of slots.entries()) {
-    let key = '';
-    try {
-      key = utf8.decode(slot.key);
-    } catch {
-      bad('a key is not UTF-8');
-    }
-    if (previous !== undefined && !(previous < key)) bad('keys are not in order');
-    previous = key;
-    const child = children[i] as VNode;
-    const keySize = Buffer.byteLength(keyJcs(key), 'utf8');
-    entries.push(objectEntry(key, keySize, child));
-    setMember(value, key, child.value);
-    sum += keySize + 1 + child.size;
-  }
-  return containerNode(value, kind, entries, 2 + sum + entries.length - 1, sum);
+  const parts = new Parts(kind);
+  parts.add(slots, children, 0, children.length);
+  return containerNode(parts.value, kind, parts.entries, parts.size, parts.sum);
 };
+
+/** Entries assembled between two calls of `pause` (an object entry hashes its key's rank). */
+const ENTRIES_PER_PAUSE = 256;
+
+/** `assembleContainer`, awaiting `pause` every few hundred entries and while hashing pages. */
+const assembleContainerPaced = async (
+  kind: ContainerKind,
+  slots: Slot[],
+  children: VNode[],
+  pause: () => Promise<void> | undefined,
+): Promise<VNode> => {
+  const parts = new Parts(kind);
+  for (let from = 0; from < children.length; from += ENTRIES_PER_PAUSE) {
+    await pause();
+    parts.add(slots, children, from, Math.min(children.length, from + ENTRIES_PER_PAUSE));
+  }
+  return containerNodePaced(parts.value, kind, parts.entries, parts.size, parts.sum, pause);
+};
+
+/** A container's JSON value, entries and sizes, assembled a range of slots at a time. */
+class Parts {
+  readonly value: JsonValue[] | JsonObject;
+  readonly entries: VNode[] | ObjectEntry[];
+  sum = 0;
+  #previous: string | undefined;
+
+  constructor(readonly kind: ContainerKind) {
+    this.value = kind === Kind.Array ? [] : {};
+    this.entries = [];
+  }
+
+  get size(): number {
+    return 2 + this.sum + this.entries.length - 1;
+  }
+
+  add(slots: Slot[], children: VNode[], from: number, to: number): void {
+    if (this.kind === Kind.Array) {
+      const value = this.value as JsonValue[];
+      const entries = this.entries as VNode[];
+      for (let i = from; i < to; i++) {
+        const child = children[i] as VNode;
+        this.sum += child.size;
+        value.push(child.value);
+        entries.push(child);
+      }
+      return;
+    }
+    const value = this.value as JsonObject;
+    const entries = this.entries as ObjectEntry[];
+    for (let i = from; i < to; i++) {
+      let key = '';
+      try {
+        key = utf8.decode((slots[i] as Slot).key);
+      } catch {
+        bad('a key is not UTF-8');
+      }
+      if (this.#previous !== undefined && !(this.#previous < key)) bad('keys are not in order');
+      this.#previous = key;
+      const child = children[i] as VNode;
+      const keySize = Buffer.byteLength(keyJcs(key), 'utf8');
+      entries.push(objectEntry(key, keySize, child));
+      setMember(value, key, child.value);
+      this.sum += keySize + 1 + child.size;
+    }
+  }
+}
 
 const decodeContainer = async (
   ctx: Context,
@@ -156,7 +200,9 @@ const decodeContainer = async (
     if (slot.inline.length > INLINE_MAX) bad('an inline leaf is too large');
     return leafOf(ctx, slot.inline, slot.hash);
   });
-  const node = assembleContainer(kind, slots, children);
+  const node = ctx.pause
+    ? await assembleContainerPaced(kind, slots, children, ctx.pause)
+    : assembleContainer(kind, slots, children);
   if (node.size <= INLINE_MAX) bad('a small container is stored as a node');
   if (!node.hash.equals(hash)) bad('a container is not paged canonically');
   return node;

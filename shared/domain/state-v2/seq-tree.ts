@@ -232,6 +232,48 @@ export const buildTree = (kind: ContainerKind, entries: Entry[]): SeqTree => {
   return tree;
 };
 
+/** Pages hashed between two calls of `pause` (a page is at most 128 entries). */
+const PAGES_PER_PAUSE = 32;
+
+/**
+ * The same tree as `buildTree`, awaiting `pause` every few pages: a container of a million
+ * entries is seconds of hashing, which the caller spreads over turns of the event loop.
+ * What `settle` does for a window over every entry, level by level: cut the level, then hash
+ * its pages into the entries of the level above, until a level is one page.
+ */
+export const buildTreePaced = async (
+  kind: ContainerKind,
+  entries: Entry[],
+  pause: () => Promise<void> | undefined,
+): Promise<SeqTree> => {
+  const tree: SeqTree = { levels: [{ entries, ends: [] }] };
+  if (kind === Kind.Object && entries.length <= OBJECT_FLAT_MAX) {
+    (tree.levels[0] as Level).ends = [entries.length];
+    return tree;
+  }
+  for (let at = 0; ; at++) {
+    const level = tree.levels[at] as Level;
+    const n = level.entries.length;
+    const ends: number[] = [];
+    let count = 0;
+    for (let j = 0; j < n; j++) {
+      count++;
+      if (j < n - 1 && !isCut(kind, at, level.entries[j] as Entry, count)) continue;
+      ends.push(j + 1);
+      count = 0;
+    }
+    level.ends = ends;
+    if (ends.length === 1) return tree;
+    const above: PageEntry[] = [];
+    for (let i = 0; i < ends.length; i++) {
+      if (i % PAGES_PER_PAUSE === 0) await pause();
+      const from = i === 0 ? 0 : (ends[i - 1] as number);
+      above.push(summary(kind, at, level.entries, from, ends[i] as number));
+    }
+    tree.levels.push({ entries: above, ends: [] });
+  }
+};
+
 /**
  * Folds an edit of level 0 into a pending window: entries [a, a + removed) became
  * `inserted` entries. Windows only grow, so one re-cut covers every edit of a batch.
