@@ -8,6 +8,7 @@ import type { Ledger } from '../services/ledger.js';
 import { allowedMethodsOf } from './allowed-methods.js';
 import type { AppEnv } from './context.js';
 import { DEFAULT_LIMITS, type HttpLimits } from './limits.js';
+import { memoryScope } from './memory-scope.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
@@ -51,6 +52,8 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   const limits: HttpLimits = { ...DEFAULT_LIMITS, ...deps.limits };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use('*', requestId(), requestLog({ logger: deps.logger, clock: deps.clock }));
+  const { memory } = deps.ledger.states;
+  if (memory) app.use('/v1/*', memoryScope(memory));
   app.onError(problemHandler);
   app.notFound(notFoundHandler(allowedMethodsOf(() => app.routes)));
 

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { Principal } from '../services/keys.js';
+import type { MemoryAccount } from '../services/memory-pool.js';
 
 /** Per-request values shared by the middleware, the handlers and the error handler. */
 export interface AppVariables {
@@ -11,6 +12,8 @@ export interface AppVariables {
   errorCode: string | undefined;
   /** An unexpected error (500 ErrInternal), kept for the request log only. */
   internalError: unknown;
+  /** The request's share of the process's memory (memory-scope.ts); absent: not counted. */
+  memory: MemoryAccount | undefined;
 }
 
 export interface AppEnv {

@@ -46,7 +46,7 @@ export async function* jsonPieces(value: unknown, pause: Pause): AsyncGenerator<
           at = end;
           yield out;
           out = '';
-          await pause();
+          for (let turn = pause(); turn; turn = pause()) await turn;
         }
         out += '"';
       } else if (typeof v !== 'object' || v === null) {
@@ -80,31 +80,47 @@ export async function* jsonPieces(value: unknown, pause: Pause): AsyncGenerator<
       yield out;
       out = '';
     }
-    if (++count % VALUES_PER_PAUSE === 0) await pause();
+    if (++count % VALUES_PER_PAUSE === 0) {
+      for (let turn = pause(); turn; turn = pause()) await turn;
+    }
   }
   if (out) yield out;
 }
 
-/** A response body of `value`'s JSON, serialized as it is read (see above). */
-export const jsonStream = (value: unknown, pause: Pause): ReadableStream<Uint8Array> => {
+/**
+ * A response body of `value`'s JSON, serialized as it is read (see above). `done` is called
+ * once, when the body has been read to its end or cancelled (the client went away).
+ */
+export const jsonStream = (
+  value: unknown,
+  pause: Pause,
+  done: () => void = () => {},
+): ReadableStream<Uint8Array> => {
   const pieces = jsonPieces(value, pause);
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let text = '';
-      while (text.length < PIECE) {
-        const next = await pieces.next();
-        if (next.done) {
-          if (text) controller.enqueue(encoder.encode(text));
-          controller.close();
-          return;
+      try {
+        while (text.length < PIECE) {
+          const next = await pieces.next();
+          if (next.done) {
+            if (text) controller.enqueue(encoder.encode(text));
+            controller.close();
+            done();
+            return;
+          }
+          text += next.value;
         }
-        text += next.value;
+      } catch (err) {
+        done();
+        throw err;
       }
       controller.enqueue(encoder.encode(text));
     },
-    async cancel() {
-      await pieces.return(undefined);
+    cancel() {
+      done();
+      void pieces.return(undefined);
     },
   });
 };

@@ -31,6 +31,7 @@ import {
 import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
 import type { AppendResponse } from './layout.js';
+import type { MemoryAccount, MemoryPool, Reclaimable } from './memory-pool.js';
 import type { Reader } from './reader.js';
 import type { StateStore } from './state.js';
 import { hasRefs } from './values.js';
@@ -86,6 +87,8 @@ export interface CheckpointRequest {
   meta?: JsonValue;
   /** v2: the label of the checkpoint this one continues. */
   parentLabel?: string;
+  /** The request's share of the process's memory (memory-pool.ts); none: not counted. */
+  memory?: MemoryAccount;
 }
 
 export interface CheckpointResult {
@@ -104,6 +107,8 @@ export interface ForkRequest {
   at: number;
   newStreamId: string;
   idempotency?: { key: string; digest: string };
+  /** The request's share of the process's memory (memory-pool.ts). */
+  memory?: MemoryAccount;
 }
 
 export interface ForkResult {
@@ -121,28 +126,50 @@ export interface ForkResult {
  * hash of every node), so the next checkpoint re-hashes only the paths its ops touch.
  *
  * Bounded by entries and by the memory its states take (memoryOf their logical extent: JSON
- * values and canonical bytes): part of the process's memory ceiling (docs/state-v2.md,
- * "Limits"). A state larger than the whole cache is not kept.
+ * values and canonical bytes), which counts in the process's memory pool (memory-pool.ts):
+ * a state taken out is the taking request's memory, a state put back is handed over from the
+ * request, and the pool takes entries back (oldest first) when requests need the memory. A
+ * state larger than the whole cache is not kept.
  */
-export class StateCache {
+export class StateCache implements Reclaimable {
   readonly #entries = new Map<string, { digest: string; state: WorkingState; memory: number }>();
   #held = 0;
 
   constructor(
     readonly maxEntries = 256,
     readonly maxMemory = 256 * 1024 * 1024,
-  ) {}
+    readonly memory?: MemoryPool,
+  ) {
+    memory?.register(this);
+  }
 
   /** Memory the entries take now (memoryOf their extents). */
   get held(): number {
     return this.#held;
   }
 
-  take(tenant: string, stream: string, digest: string): WorkingState | undefined {
+  reclaim(bytes: number): void {
+    let freed = 0;
+    for (const [key, entry] of this.#entries) {
+      if (freed >= bytes) break;
+      this.#drop(key);
+      freed += entry.memory;
+    }
+  }
+
+  /** The entry of `digest`, taken out: its memory is `memory`'s (the taking request's) now. */
+  take(
+    tenant: string,
+    stream: string,
+    digest: string,
+    memory?: MemoryAccount,
+  ): WorkingState | undefined {
     const key = `${tenant}\u0000${stream}`;
     const entry = this.#entries.get(key);
     this.#drop(key);
-    return entry?.digest === digest ? entry.state : undefined;
+    if (entry?.digest !== digest) return undefined;
+    memory?.adopt(entry.memory);
+    return entry.state;
   }
 
   /**
@@ -154,17 +181,27 @@ export class StateCache {
     return entry?.digest === digest ? entry.state : undefined;
   }
 
-  put(tenant: string, stream: string, digest: string, state: WorkingState): void {
+  /** Keeps `state` (built by the request of `account`, whose memory it takes over). */
+  put(
+    tenant: string,
+    stream: string,
+    digest: string,
+    state: WorkingState,
+    account?: MemoryAccount,
+  ): void {
     const key = `${tenant}\u0000${stream}`;
     this.#drop(key);
     const memory = memoryOf(state.extent);
+    // The request built it: its memory is the cache's from here (or nobody's, if not kept).
+    account?.handOver(memory);
     if (memory > this.maxMemory) return;
-    this.#entries.set(key, { digest, state, memory });
-    this.#held += memory;
     for (const oldest of this.#entries.keys()) {
-      if (this.#entries.size <= this.maxEntries && this.#held <= this.maxMemory) break;
+      if (this.#entries.size < this.maxEntries && this.#held + memory <= this.maxMemory) break;
       this.#drop(oldest);
     }
+    if (this.memory && !this.memory.tryHold(this, memory)) return;
+    this.#entries.set(key, { digest, state, memory });
+    this.#held += memory;
   }
 
   #drop(key: string): void {
@@ -216,7 +253,11 @@ export class Checkpointer {
     // work budget), so a value that would not fit is refused before any state is built.
     const { budget } = states;
     const measured = hasRefs(req.ops)
-      ? await states.values.measureRefs(req.tenant, req.ops, { budget, client: true })
+      ? await states.values.measureRefs(req.tenant, req.ops, {
+          budget,
+          client: true,
+          memory: req.memory,
+        })
       : undefined;
     const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
     // The state and everything the ops set are held at once while the ops apply.
@@ -272,7 +313,7 @@ export class Checkpointer {
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }
-    cache.put(req.tenant, req.stream, stateDigest, next);
+    cache.put(req.tenant, req.stream, stateDigest, next, req.memory);
     const { treeHead, incarnation } = outcome.response;
     return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead, incarnation };
   }
@@ -283,9 +324,9 @@ export class Checkpointer {
     const { states, cache } = this.#o;
     const version = digestVersionOf(head);
     const state =
-      cache.take(req.tenant, req.stream, head.stateDigest) ??
+      cache.take(req.tenant, req.stream, head.stateDigest, req.memory) ??
       (head.exists
-        ? (await states.hydrate(req.tenant, req.stream, head.seq)).working
+        ? (await states.hydrate(req.tenant, req.stream, head.seq, { memory: req.memory })).working
         : WorkingState.empty(version));
     return { state, depth: head.stateDepth ?? head.deltas % states.snapshotEvery };
   }
@@ -324,7 +365,9 @@ export class Checkpointer {
         typeof recorded === 'string' ? recorded : undefined,
       );
     }
-    const hydrated = await this.#o.states.hydrate(req.tenant, req.stream, at);
+    const hydrated = await this.#o.states.hydrate(req.tenant, req.stream, at, {
+      memory: req.memory,
+    });
     return { state: hydrated.working, depth: hydrated.depth };
   }
 
@@ -375,16 +418,17 @@ export class Checkpointer {
     // stream created between this read and the append below still gets 409 from the append;
     // the snapshot object written for it meanwhile is then the only leftover.
     if (target.exists && target.seq > 0) throw new StreamExistsError(stream);
-    const origin = await states.hydrate(req.tenant, req.source, req.at);
+    const origin = await states.hydrate(req.tenant, req.source, req.at, { memory: req.memory });
     // The new stream is v2 whatever the source's version: its digest is taken again.
     const version = NEW_STREAM_DIGEST_VERSION;
     const stateDigest =
       origin.working.version === version
         ? origin.stateDigest
         : digestOfState(origin.state, version);
+    // A v2 source's tree as it is (no rebuild from its JSON); a v1 source is built whole.
     const written = await states.writeForkOrigin(req.tenant, stream, {
       source: req.source,
-      state: origin.state,
+      state: origin.working.tree ?? origin.state,
       stateDigest,
     });
     const payload: ForkPayload = {

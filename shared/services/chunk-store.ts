@@ -5,6 +5,7 @@ import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { mapLimit } from './compact-types.js';
 import { loopPacer, type Pacer } from './loop-turns.js';
+import type { MemoryPool, Reclaimable } from './memory-pool.js';
 import { chunkGcKey, chunkKey, chunkRefsPk, type RefKind, refSk } from './storage-keys.js';
 
 /**
@@ -22,7 +23,9 @@ import { chunkGcKey, chunkKey, chunkRefsPk, type RefKind, refSk } from './storag
  *   conditional on an even `gen` (so no sweep is deleting), and when the writer skips chunks it
  *   saw stored, on the very `gen` it saw them under (so no sweep ran since).
  * - The chunk cache holds verified chunk bytes by (tenant, hash), bounded by bytes: a chunk is
- *   its hash, so an entry is right for every stream of the tenant for ever.
+ *   its hash, so an entry is right for every stream of the tenant for ever. Its bytes count
+ *   in the process's memory pool (memory-pool.ts), which takes them back when requests need
+ *   them.
  */
 
 export interface ChunkRefRecord {
@@ -39,14 +42,33 @@ export interface StoredKnowledge {
 }
 
 /** Verified chunk bytes by (tenant, hash), least recently used out first, bounded by bytes. */
-export class ChunkCache {
+export class ChunkCache implements Reclaimable {
   readonly #entries = new Map<string, Uint8Array>();
   #bytes = 0;
 
-  constructor(readonly maxBytes = 64 * 1024 * 1024) {}
+  constructor(
+    readonly maxBytes = 64 * 1024 * 1024,
+    readonly memory?: MemoryPool,
+  ) {
+    memory?.register(this);
+  }
 
   get bytes(): number {
     return this.#bytes;
+  }
+
+  get held(): number {
+    return this.#bytes;
+  }
+
+  reclaim(bytes: number): void {
+    let freed = 0;
+    for (const [k, v] of this.#entries) {
+      if (freed >= bytes) break;
+      this.#entries.delete(k);
+      this.#bytes -= v.length;
+      freed += v.length;
+    }
   }
 
   get(tenant: string, hash: string): Uint8Array | undefined {
@@ -65,13 +87,10 @@ export class ChunkCache {
     const old = this.#entries.get(key);
     if (old) this.#bytes -= old.length;
     this.#entries.delete(key);
+    this.reclaim(this.#bytes + bytes.length - this.maxBytes);
+    if (this.memory && !this.memory.tryHold(this, bytes.length)) return;
     this.#entries.set(key, bytes);
     this.#bytes += bytes.length;
-    for (const [k, v] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break;
-      this.#entries.delete(k);
-      this.#bytes -= v.length;
-    }
   }
 }
 
@@ -100,7 +119,12 @@ export class ChunkStore {
   readonly #gens = new Map<string, number>();
 
   constructor(options: ChunkStoreOptions) {
-    this.#o = { cache: new ChunkCache(), concurrency: 16, pacer: loopPacer, ...options };
+    this.#o = {
+      cache: new ChunkCache(),
+      concurrency: 16,
+      ...options,
+      pacer: options.pacer ?? loopPacer,
+    };
   }
 
   get cache(): ChunkCache {
@@ -248,8 +272,7 @@ export class ChunkStore {
     let batch: Chunk[] = [];
     const iterator = chunks[Symbol.iterator]();
     for (;;) {
-      const turn = pacer.pause();
-      if (turn) await turn;
+      for (let turn = pacer.pause(); turn; turn = pacer.pause()) await turn;
       const next = iterator.next();
       if (next.done) break;
       bytes += next.value.bytes.length;

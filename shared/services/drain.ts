@@ -1,7 +1,7 @@
 import type { Clock } from '../ports/clock.js';
 import type { LeaseService } from './leases.js';
 import type { Reader } from './reader.js';
-import type { StateStore } from './state.js';
+import { type StateStore, snapshotState } from './state.js';
 
 /**
  * Hot migration, old worker's side (the steps and their crash windows are in leases.ts):
@@ -65,7 +65,7 @@ export class Drainer {
         seq: at.seq,
         hash: at.hash,
         stateDigest: at.stateDigest,
-        stateJson: at.working.json(),
+        ...snapshotState(at.working),
         digestVersion: at.working.version,
         ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
       });

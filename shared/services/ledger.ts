@@ -3,7 +3,7 @@ import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { KeyRing } from '../ports/signer.js';
 import { Appender, type AppendOptions } from './append.js';
-import { Checkpointer, type StateCache } from './checkpoint.js';
+import { Checkpointer, StateCache } from './checkpoint.js';
 import { Drainer } from './drain.js';
 import { EffectList } from './effect-list.js';
 import { EffectService } from './effects.js';
@@ -38,7 +38,14 @@ export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps | 'signer'> & 
   stateCache?: StateCache;
 } & Pick<
     StateStoreOptions,
-    'snapshotEncoding' | 'snapshotCrash' | 'chunks' | 'maxValueBytes' | 'budget' | 'chunkCacheBytes'
+    | 'snapshotEncoding'
+    | 'snapshotCrash'
+    | 'chunks'
+    | 'maxValueBytes'
+    | 'budget'
+    | 'chunkCacheBytes'
+    | 'memory'
+    | 'pacer'
   >;
 
 /**
@@ -75,6 +82,8 @@ export class Ledger {
       maxValueBytes,
       budget,
       chunkCacheBytes,
+      memory,
+      pacer,
       stateCache,
       signing,
       ...append
@@ -94,6 +103,8 @@ export class Ledger {
       maxValueBytes,
       budget,
       chunkCacheBytes,
+      memory,
+      pacer,
     });
     this.labels = new CheckpointLabels(deps.records, this.reader);
     this.pendingWrites = new PendingWrites({
@@ -110,7 +121,11 @@ export class Ledger {
       reader: this.reader,
       labels: this.labels,
       onSnapshotError,
-      ...(stateCache ? { cache: stateCache } : {}),
+      ...(stateCache
+        ? { cache: stateCache }
+        : memory
+          ? { cache: new StateCache(undefined, undefined, memory) }
+          : {}),
     });
     this.retention = new Retention(deps);
     this.proofs = new ProofService({ ...deps, reader: this.reader, signing });

@@ -7,13 +7,20 @@ import type { ChunkSource } from '../domain/state-v2/index.js';
  * entries assembled, a page encoded); chunks served from memory resolve at once, so without
  * turns the steps run back to back as one long turn and /healthz waits behind them.
  *
- * One pacer for the whole process: every step calls `pause()` first, which answers undefined
- * while the current slice of synchronous work is under `sliceMs`, else a promise settled on
- * a later turn of the loop, with a fresh slice. All the steps of all the requests share the
- * slice, so many concurrent steps (a read fans out over a tree) cannot each take a slice of
- * their own in one turn: the waiters all wake on the same turn, and each checks again before
- * its step, so the ones past the slice wait for the next turn (the loop runs its I/O and
- * timers in between: setImmediate callbacks queued during a turn run on the next).
+ * One pacer for the whole process, so all the steps of all the requests share one slice of
+ * synchronous work per turn. Every step asks first, and starts at once (synchronously: no
+ * await between the question and the work) when the answer is undefined:
+ *
+ *     for (let turn = pause(); turn; turn = pause()) await turn;
+ *     ...the step...
+ *
+ * `pause()` answers undefined while the slice is under `sliceMs` (the first step of a slice
+ * always runs, so a slow step or `sliceMs: 0` still makes progress, one step a turn), else a
+ * promise settled on the next turn of the loop, with a fresh slice, after which the step asks
+ * again. Many steps waiting at once (a read fans out over a tree) all wake on that turn, but
+ * each asks again just before its own work, after the work of those woken before it, so only
+ * a slice of them runs in it; the rest wait for the next turn. (A promise that admitted its
+ * waiter would not do: waiters resume one microtask apart, all before any of their work.)
  *
  *   turn n:   step, step, ..., step (slice spent)  -> the rest wait
  *   (poll: sockets, timers: /healthz answered)
@@ -21,7 +28,7 @@ import type { ChunkSource } from '../domain/state-v2/index.js';
  */
 
 export interface PacerOptions {
-  /** Synchronous work in one turn before steps wait for the next. Default 10 ms. */
+  /** Synchronous work in one turn before steps wait for the next. Default 10 ms; 0: one step. */
   sliceMs?: number;
   /** The clock the slice is measured by (ms). */
   now?: () => number;
@@ -31,6 +38,8 @@ export class Pacer {
   readonly sliceMs: number;
   readonly #now: () => number;
   #sliceStart: number;
+  /** Steps begun in the current slice. */
+  #steps = 0;
   #next: Promise<void> | undefined;
   #turns = 0;
 
@@ -45,16 +54,17 @@ export class Pacer {
     return this.#turns;
   }
 
-  /** Undefined while the slice lasts (no await needed), else the next turn with a slice left. */
-  readonly pause = (): Promise<void> | undefined => (this.#spent() ? this.#wait() : undefined);
+  /**
+   * Undefined: the step may start now (and is counted in the slice). Else the next turn of
+   * the loop, after which the step asks again (see above).
+   */
+  readonly pause = (): Promise<void> | undefined => (this.#step() ? undefined : this.#turn());
 
-  #spent(): boolean {
-    return this.#now() - this.#sliceStart >= this.sliceMs;
-  }
-
-  async #wait(): Promise<void> {
-    do await this.#turn();
-    while (this.#spent());
+  /** Whether a step may begin in this slice (and counts it). */
+  #step(): boolean {
+    if (this.#steps > 0 && this.#now() - this.#sliceStart >= this.sliceMs) return false;
+    this.#steps++;
+    return true;
   }
 
   #turn(): Promise<void> {
@@ -62,6 +72,7 @@ export class Pacer {
       setImmediate(() => {
         this.#next = undefined;
         this.#sliceStart = this.#now();
+        this.#steps = 0;
         this.#turns++;
         resolve();
       }),
@@ -70,18 +81,15 @@ export class Pacer {
   }
 
   /**
-   * A source whose fetches pause before and after: before, so a fan-out of fetches that do
-   * work of their own (a local store reads and inflates) spreads over turns; after, so the
-   * caller's step on the bytes (verify, parse) starts with a slice left.
+   * A source whose fetches are steps: a fan-out of fetches that do work of their own (a local
+   * store reads and inflates synchronously) spreads over turns. The caller's step on the
+   * bytes (verify, parse) asks on its own (state-v2 ReadOptions `pause`): an answer here
+   * would be a microtask away from that work.
    */
   source(source: ChunkSource): ChunkSource {
     return async (hash) => {
-      const before = this.pause();
-      if (before) await before;
-      const bytes = await source(hash);
-      const after = this.pause();
-      if (after) await after;
-      return bytes;
+      for (let turn = this.pause(); turn; turn = this.pause()) await turn;
+      return source(hash);
     };
   }
 }

@@ -70,8 +70,7 @@ export class ChunkSnapshots {
     const hashes = new Set<string>();
     const { pause } = this.chunks.pacer;
     for (const chunk of eachChunkHash(tree.root())) {
-      const turn = pause();
-      if (turn) await turn;
+      for (let turn = pause(); turn; turn = pause()) await turn;
       hashes.add(chunk.hash);
     }
     this.#known.delete(key);
@@ -122,7 +121,7 @@ export class ChunkSnapshots {
   async writeForkOrigin(
     tenant: string,
     stream: string,
-    origin: { source: string; state: JsonObject },
+    origin: { source: string; state: JsonObject | MerkleState },
   ): Promise<{ fields: { root: StateRootRef }; confirm(): Promise<void> }> {
     const holder = { stream, kind: 'fork' as const, id: 0 };
     const stored = await this.storeState(tenant, holder, origin.state, origin.source);

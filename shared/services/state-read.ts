@@ -19,6 +19,7 @@ import { applyPartial, loadPartial, provePartial } from '../domain/state-v2/part
 import { splitPointer, valueAt } from '../domain/state-v2/pointer.js';
 import type { StateCache } from './checkpoint.js';
 import type { HeadRecord } from './layout.js';
+import type { MemoryAccount } from './memory-pool.js';
 import { type StateStore, tamperedAs } from './state.js';
 import { type Origin, storedOrigin } from './state-origin.js';
 import { hasRefs } from './values.js';
@@ -61,6 +62,8 @@ export interface StateValueRequest {
   at?: number;
   path: string;
   proof?: boolean;
+  /** The request's share of the process's memory (memory-pool.ts), for a whole hydration. */
+  memory?: MemoryAccount;
 }
 
 export interface StateReadOptions {
@@ -177,7 +180,7 @@ export const readStateValue = async (
       if (found) return { ...answer, ...found };
     }
   }
-  const hydrated = await states.hydrate(tenant, stream, req.at);
+  const hydrated = await states.hydrate(tenant, stream, req.at, { memory: req.memory });
   const { working } = hydrated;
   const base = {
     seq: hydrated.seq,

@@ -19,8 +19,9 @@ import {
   boundedSource,
   checkBudget,
   DEFAULT_WORK_BUDGET,
-  type MerkleState,
+  MerkleState,
   measureValue,
+  memoryOf,
   type WorkBudget,
 } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
@@ -29,6 +30,8 @@ import type { RecordStore } from '../ports/record-store.js';
 import { headMismatch, LayoutRaceError } from './chain-head.js';
 import { ChunkCache, ChunkStore, type StoredKnowledge } from './chunk-store.js';
 import { type HeadRecord, type SnapshotIndexRecord, toSnapshotIndex } from './layout.js';
+import type { Pacer } from './loop-turns.js';
+import type { MemoryAccount, MemoryPool } from './memory-pool.js';
 import type { Reader } from './reader.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
 import { bindBase, HeadStateCheck } from './state-binding.js';
@@ -103,6 +106,14 @@ export interface SnapshotAt {
   stateSeq?: number;
 }
 
+/**
+ * What a base snapshot is written from: a v2 state's tree itself (its chunks are encoded
+ * from it as they are put, taking turns of the event loop: no canonical JSON of the whole
+ * state, parsed again and rebuilt), a v1 state's canonical JSON.
+ */
+export const snapshotState = (working: WorkingState): Pick<SnapshotAt, 'stateJson' | 'tree'> =>
+  working.tree ? { stateJson: '', tree: working.tree } : { stateJson: working.json() };
+
 export interface StateStoreOptions {
   objects: ObjectStore;
   records: RecordStore;
@@ -122,12 +133,26 @@ export interface StateStoreOptions {
   chunkCacheBytes?: number;
   /** Test hook: throw from it to die after a step of a snapshot v2 write. */
   snapshotCrash?: SnapshotCrashHook;
+  /**
+   * The process's memory pool (memory-pool.ts): the chunk cache made here and what requests
+   * materialise draw on it. None: no ceiling but the work budget.
+   */
+  memory?: MemoryPool;
+  /** Turns of the event loop in long reads and writes when no `chunks` is given (loop-turns.ts). */
+  pacer?: Pacer;
 }
 
 type Options = Required<
   Omit<
     StateStoreOptions,
-    'chunks' | 'snapshotCrash' | 'clock' | 'maxValueBytes' | 'budget' | 'chunkCacheBytes'
+    | 'chunks'
+    | 'snapshotCrash'
+    | 'clock'
+    | 'maxValueBytes'
+    | 'budget'
+    | 'chunkCacheBytes'
+    | 'memory'
+    | 'pacer'
   >
 >;
 
@@ -162,9 +187,12 @@ export class StateStore {
   readonly headStates: HeadStateCheck;
   /** What one request may materialise: a state and the values it sets, counted expanded. */
   readonly budget: WorkBudget;
+  /** The process's memory pool, if any (memory-pool.ts). */
+  readonly memory: MemoryPool | undefined;
 
   constructor(options: StateStoreOptions) {
     this.budget = options.budget ?? DEFAULT_WORK_BUDGET;
+    this.memory = options.memory;
     this.#o = {
       ...options,
       snapshotEvery: options.snapshotEvery ?? 25,
@@ -175,9 +203,9 @@ export class StateStore {
       new ChunkStore({
         ...options,
         clock: options.clock ?? { now: () => Date.now() },
-        ...(options.chunkCacheBytes === undefined
+        ...(options.chunkCacheBytes === undefined && options.memory === undefined
           ? {}
-          : { cache: new ChunkCache(options.chunkCacheBytes) }),
+          : { cache: new ChunkCache(options.chunkCacheBytes, options.memory) }),
       });
     this.snapshots = new ChunkSnapshots(
       chunks,
@@ -263,7 +291,7 @@ export class StateStore {
       seq,
       hash: at.hash,
       stateDigest: at.stateDigest,
-      stateJson: at.working.json(),
+      ...snapshotState(at.working),
       deltas: at.deltas,
       digestVersion: at.working.version,
       ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
@@ -275,22 +303,26 @@ export class StateStore {
     stream: string,
     objectKey: string,
     expect: { seq: number; stateDigest: string; hash?: string; digestVersion: DigestVersion },
+    memory: MemoryAccount | undefined,
   ) {
     const stored = await this.#o.objects.get(objectKey);
     if (!stored)
       throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
     const what = `the state at seq ${expect.seq}`;
-    // A whole-JSON snapshot is about its state's size: checked before it is parsed.
+    // A whole-JSON snapshot is about its state's size: checked (and its bytes charged to the
+    // memory pool) before it is parsed, its JSON values once they are counted.
     checkBudget({ nodes: 0, bytes: stored.body.length - 1024 }, this.budget, what);
+    await memory?.charge(memoryOf({ nodes: 0, bytes: stored.body.length }));
     const decoded = decodeAnySnapshot(stored.body, { tenant, stream, ...expect });
     if ('state' in decoded) {
       const working = decoded.merkle
         ? WorkingState.ofTree(decoded.merkle)
         : WorkingState.of(decoded.state, 1, expect.stateDigest);
       checkBudget(working.extent, this.budget, what);
+      await memory?.charge(memoryOf({ nodes: working.extent.nodes, bytes: 0 }));
       return { ...decoded, working };
     }
-    return this.#readRoot(tenant, stream, decoded.root, expect);
+    return this.#readRoot(tenant, stream, decoded.root, expect, memory);
   }
 
   /** A snapshot v2 root's state, verified against the digest of the stream's version. */
@@ -299,11 +331,13 @@ export class StateStore {
     stream: string,
     root: StateRootRef,
     expect: { seq: number; stateDigest: string; digestVersion: DigestVersion },
+    memory: MemoryAccount | undefined,
   ) {
     // Measured from its chunks before it is built: a state over the budget is refused here.
     const fetched = new Map<string, Uint8Array>();
     const source = boundedSource(this.chunks.source(tenant, fetched), this.chunks.concurrency);
     const extent = await measureValue(root.digest, source, {
+      pause: this.chunks.pacer.pause,
       budget: this.budget,
       what: `the state at seq ${expect.seq}`,
       seq: Math.max(1, expect.seq),
@@ -311,6 +345,8 @@ export class StateStore {
     });
     this.chunks.remember(tenant, fetched);
     fetched.clear();
+    // What building it will hold, charged to the request (memory-pool.ts).
+    await memory?.charge(memoryOf(extent));
     const read = await this.snapshots.readRoot(tenant, stream, root, expect);
     const working =
       expect.digestVersion === 2
@@ -361,10 +397,18 @@ export class StateStore {
     return undefined;
   }
 
-  /** State at `seq` (the head when omitted). */
-  async hydrate(tenant: string, stream: string, seq?: number): Promise<HydratedState> {
+  /**
+   * State at `seq` (the head when omitted). What it materialises is charged to `memory`, the
+   * request's share of the process's memory (memory-pool.ts), before it is built.
+   */
+  async hydrate(
+    tenant: string,
+    stream: string,
+    seq?: number,
+    options: { memory?: MemoryAccount } = {},
+  ): Promise<HydratedState> {
     const head = await this.#o.reader.head(tenant, stream);
-    return this.#hydrate(tenant, stream, seq ?? head.seq, head);
+    return this.#hydrate(tenant, stream, seq ?? head.seq, head, options.memory);
   }
 
   async #hydrate(
@@ -372,6 +416,7 @@ export class StateStore {
     stream: string,
     at: number,
     head: Awaited<ReturnType<Reader['head']>>,
+    memory: MemoryAccount | undefined,
   ): Promise<HydratedState> {
     if (!Number.isSafeInteger(at) || at < 1 || at > head.seq) {
       throw new InvalidInputError(`seq must be between 1 and ${head.seq}`);
@@ -394,10 +439,14 @@ export class StateStore {
     let hash = '';
     let from = 1;
     if (base) {
-      const snapshot = await this.#loadSnapshot(tenant, stream, base.objectKey, {
-        ...base,
-        digestVersion: version,
-      }).catch(tamperedAs('snapshot', base.seq));
+      const expect = { ...base, digestVersion: version };
+      const snapshot = await this.#loadSnapshot(
+        tenant,
+        stream,
+        base.objectKey,
+        expect,
+        memory,
+      ).catch(tamperedAs('snapshot', base.seq));
       state = snapshot.working;
       digest = base.stateDigest;
       hash = base.hash;
@@ -419,16 +468,22 @@ export class StateStore {
         const payload = event.payload as unknown as DeltaPayload;
         const held = payload.baseSeq === stateSeq || payload.baseSeq === lastStateSeq;
         if (payload.baseSeq !== undefined && !held) {
-          ({ state, digest, depth } = await this.#baseOf(tenant, stream, payload.baseSeq, head));
+          ({ state, digest, depth } = await this.#baseOf(
+            tenant,
+            stream,
+            payload.baseSeq,
+            head,
+            memory,
+          ));
         }
-        state = await this.#applyDelta(tenant, event, state, digest);
+        state = await this.#applyDelta(tenant, event, state, digest, memory);
         digest = payload.stateDigest;
         depth = typeof payload.depth === 'number' ? payload.depth : depth + 1;
         stateSeq = event.seq;
         lastStateSeq = event.seq;
         deltasApplied++;
       } else if (event.type === FORK_EVENT) {
-        ({ state, digest } = await this.#applyFork(tenant, stream, event, version));
+        ({ state, digest } = await this.#applyFork(tenant, stream, event, version, memory));
         depth = 0;
         stateSeq = event.seq;
         lastStateSeq = event.seq;
@@ -482,12 +537,13 @@ export class StateStore {
     stream: string,
     seq: number,
     head: Awaited<ReturnType<Reader['head']>>,
+    memory: MemoryAccount | undefined,
   ): Promise<{ state: WorkingState; digest: string; depth: number }> {
     if (seq === 0) {
       const empty = WorkingState.empty(digestVersionOf(head));
       return { state: empty, digest: empty.digest, depth: 0 };
     }
-    const at = await this.#hydrate(tenant, stream, seq, head);
+    const at = await this.#hydrate(tenant, stream, seq, head, memory);
     return { state: at.working, digest: at.stateDigest, depth: at.depth };
   }
 
@@ -501,17 +557,18 @@ export class StateStore {
   async writeForkOrigin(
     tenant: string,
     stream: string,
-    origin: { source: string; state: JsonObject; stateDigest: string },
+    origin: { source: string; state: JsonObject | MerkleState; stateDigest: string },
   ): Promise<{
     fields: { root: StateRootRef } | { snapshotKey: string };
     confirm(): Promise<void>;
   }> {
     if (this.#o.snapshotEncoding !== 'chunks') {
+      const { state } = origin;
       const snapshotKey = await this.writeSnapshotObject(tenant, stream, {
         seq: 0,
         hash: genesisHash(tenant, stream),
         stateDigest: origin.stateDigest,
-        stateJson: canonicalJson(origin.state),
+        stateJson: canonicalJson(state instanceof MerkleState ? state.state : state),
         digestVersion: 2, // a fork is a v2 stream
       });
       return { fields: { snapshotKey }, confirm: async () => {} };
@@ -531,6 +588,7 @@ export class StateStore {
     event: LedgerEvent,
     state: WorkingState,
     digest: string,
+    memory: MemoryAccount | undefined,
   ): Promise<WorkingState> {
     const payload = event.payload as unknown as DeltaPayload;
     if (payload.baseDigest !== digest) {
@@ -549,6 +607,7 @@ export class StateStore {
             budget: this.budget,
             held: state.extent,
             seq: event.seq,
+            memory,
           })
           .then((measured) => this.values.readRefs(tenant, payload.ops, measured))
           .catch(tamperedAs('value', event.seq))
@@ -565,24 +624,33 @@ export class StateStore {
     return next;
   }
 
-  async #applyFork(tenant: string, stream: string, event: LedgerEvent, version: DigestVersion) {
+  async #applyFork(
+    tenant: string,
+    stream: string,
+    event: LedgerEvent,
+    version: DigestVersion,
+    memory: MemoryAccount | undefined,
+  ) {
     const payload = event.payload as unknown as ForkPayload;
     if (event.seq !== 1)
       throw new TamperedLedgerError(event.seq, 'a fork event can only open a stream');
     if (payload.root !== undefined) {
       const expect = { seq: 1, stateDigest: payload.stateDigest, digestVersion: version };
-      const read = await this.#readRoot(tenant, stream, payload.root, expect).catch(
+      const read = await this.#readRoot(tenant, stream, payload.root, expect, memory).catch(
         tamperedAs('fork-origin', 0),
       );
       return { state: read.working, digest: payload.stateDigest };
     }
     if (typeof payload.snapshotKey !== 'string')
       throw new TamperedLedgerError(1, 'the fork event names no origin');
-    const snapshot = await this.#loadSnapshot(tenant, stream, payload.snapshotKey, {
-      seq: 0,
-      stateDigest: payload.stateDigest,
-      digestVersion: version,
-    }).catch(tamperedAs('fork-origin', 0));
+    const expect = { seq: 0, stateDigest: payload.stateDigest, digestVersion: version };
+    const snapshot = await this.#loadSnapshot(
+      tenant,
+      stream,
+      payload.snapshotKey,
+      expect,
+      memory,
+    ).catch(tamperedAs('fork-origin', 0));
     return { state: snapshot.working, digest: payload.stateDigest };
   }
 }

@@ -16,6 +16,7 @@ import {
   MAX_CHUNK_BYTES,
   MAX_VALUE_BYTES,
   measureValue,
+  memoryOf,
   NO_EXTENT,
   plus,
   type ResolvedValue,
@@ -26,6 +27,7 @@ import {
 } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { ChunkStore } from './chunk-store.js';
+import type { MemoryAccount } from './memory-pool.js';
 import { chunkKey } from './storage-keys.js';
 
 /**
@@ -94,12 +96,19 @@ export class ValueStore {
    * (the state the values go into), counted against `budget` with them. `client`: the refs
    * come from a request, so a chunk that is not stored, or a tree that is not canonical, is
    * the caller's (ErrInvalidDelta naming the op and the chunk); replaying a recorded delta it
-   * is tampering at `seq`.
+   * is tampering at `seq`. What reading them will hold is charged to `memory`.
    */
   async measureRefs(
     tenant: string,
     ops: readonly DeltaOp[],
-    options: { budget: WorkBudget; held?: Extent; client?: boolean; seq?: number },
+    options: {
+      budget: WorkBudget;
+      held?: Extent;
+      client?: boolean;
+      seq?: number;
+      /** The request's share of the process's memory: reading the values is charged to it. */
+      memory?: MemoryAccount;
+    },
   ): Promise<MeasuredRefs> {
     // The GC generation before any chunk is read: a reference put later under the same
     // generation proves no sweep ran in between (chunk-store.ts addRef with knownGen).
@@ -118,6 +127,7 @@ export class ValueStore {
       if (extent === undefined) {
         extent = await this.#asOp(i, options.client, () =>
           measureValue(hash, source, {
+            pause: this.chunks.pacer.pause,
             budget: options.budget,
             held: total,
             what: `op ${i}'s ref ${hash} with the state it goes into`,
@@ -134,8 +144,11 @@ export class ValueStore {
       checkBudget(total, options.budget, `the values op ${i} and the ops before it set by ref`);
     }
     const held = options.held ?? NO_EXTENT;
+    const extent = { nodes: total.nodes - held.nodes, bytes: total.bytes - held.bytes };
+    // Reading them (step 2) builds every distinct value once, then copies each repeat.
+    await options.memory?.charge(memoryOf(extent));
     return {
-      extent: { nodes: total.nodes - held.nodes, bytes: total.bytes - held.bytes },
+      extent,
       byHash,
       fetched,
       gen,
@@ -210,13 +223,9 @@ export class ValueStore {
   /** A source through the chunk cache that keeps what it fetched (paced: chunk-store.ts). */
   #source(tenant: string, fetched: Map<string, Uint8Array>): ChunkSource {
     const inner = boundedSource(this.chunks.source(tenant), this.chunks.concurrency);
-    const { pacer } = this.chunks;
     return async (hash) => {
       const kept = fetched.get(hash);
-      if (kept) {
-        await pacer.pause();
-        return kept;
-      }
+      if (kept) return kept;
       const bytes = await inner(hash);
       if (bytes) fetched.set(hash, bytes);
       return bytes;

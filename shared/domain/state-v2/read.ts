@@ -45,7 +45,7 @@ const inBatches = async <T, R>(
   const out: R[] = [];
   for (let i = 0; i < items.length; i += BATCH) {
     out.push(...(await Promise.all(items.slice(i, i + BATCH).map(run))));
-    await ctx.pause();
+    for (let turn = ctx.pause(); turn; turn = ctx.pause()) await turn;
   }
   return out;
 };
@@ -132,7 +132,7 @@ const assembleContainerPaced = async (
 ): Promise<VNode> => {
   const parts = new Parts(kind);
   for (let from = 0; from < children.length; from += ENTRIES_PER_PAUSE) {
-    await pause();
+    for (let turn = pause(); turn; turn = pause()) await turn;
     parts.add(slots, children, from, Math.min(children.length, from + ENTRIES_PER_PAUSE));
   }
   return containerNodePaced(parts.value, kind, parts.entries, parts.size, parts.sum, pause);

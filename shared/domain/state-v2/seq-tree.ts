@@ -266,7 +266,7 @@ export const buildTreePaced = async (
     if (ends.length === 1) return tree;
     const above: PageEntry[] = [];
     for (let i = 0; i < ends.length; i++) {
-      if (i % PAGES_PER_PAUSE === 0) await pause();
+      if (i % PAGES_PER_PAUSE === 0) for (let turn = pause(); turn; turn = pause()) await turn;
       const from = i === 0 ? 0 : (ends[i - 1] as number);
       above.push(summary(kind, at, level.entries, from, ends[i] as number));
     }

@@ -17,9 +17,10 @@ export interface ReadOptions {
    */
   canonical?: boolean;
   /**
-   * Awaited every few hundred entries of a large container: the caller's way to give the
-   * event loop a turn (the domain keeps no timers), so chunks served from memory do not
-   * make one long turn of a whole tree.
+   * Asked before every step of work (a chunk verified, a batch of entries assembled, a few
+   * pages hashed): undefined, go on at once; a promise, await it and ask again (the
+   * caller's way to give the event loop turns: services/loop-turns.ts; the domain keeps no
+   * timers), so a tree served from memory is not one long turn of the loop.
    */
   pause?: () => Promise<void> | undefined;
 }
@@ -42,6 +43,9 @@ export const fetchChunk = async (ctx: Context, hash: string) => {
   if (bytes === undefined) {
     throw new TamperedLedgerError(Math.max(1, ctx.seq), `state chunk ${hash} is missing`);
   }
+  // Verifying (hashing up to a MiB, parsing) is a step: asked right before it, with no await
+  // in between, so many fetches landing at once verify over as many turns as they need.
+  if (ctx.pause) for (let turn = ctx.pause(); turn; turn = ctx.pause()) await turn;
   try {
     return { bytes, parsed: verifyChunk(bytes, hash) };
   } catch (err) {

@@ -111,6 +111,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       label: req.label,
       meta: req.meta === undefined ? undefined : checkMeta(req.meta as JsonValue),
       parentLabel: req.parentLabel,
+      memory: c.get('memory'),
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');
     const receipt = result.treeHead ? { treeHead: result.treeHead } : {};
@@ -153,21 +154,25 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     if (path !== undefined) {
       const value = await readStateValue(
         ledger.states,
-        { tenant, stream: streamId, at, path, proof },
+        { tenant, stream: streamId, at, path, proof, memory: c.get('memory') },
         { cache: ledger.checkpoints.cache },
       );
       return c.json(value, 200);
     }
     if (proof) throw new InvalidInputError('proof=true needs a path');
-    const hydrated = await ledger.states.hydrate(tenant, streamId, at);
+    const hydrated = await ledger.states.hydrate(tenant, streamId, at, {
+      memory: c.get('memory'),
+    });
     const result = {
       seq: hydrated.seq,
       state: hydrated.state,
       stateDigest: hydrated.stateDigest,
       digestVersion: hydrated.working.version,
     };
-    // Serialized as the socket takes it, taking turns of the event loop (json-stream.ts).
-    const body = jsonStream(result, ledger.states.chunks.pacer.pause);
+    // Serialized as the socket takes it, taking turns of the event loop (json-stream.ts); the
+    // request's memory stays charged until the state is sent (memory-pool.ts).
+    const done = c.get('memory')?.retain();
+    const body = jsonStream(result, ledger.states.chunks.pacer.pause, done);
     return c.body(body, 200, { 'Content-Type': 'application/json' }) as unknown as ReturnType<
       typeof c.json<typeof result, 200>
     >;
@@ -210,6 +215,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       source: streamId,
       at: req.at,
       newStreamId: req.newStreamId,
+      memory: c.get('memory'),
       idempotency: idempotency(
         c.req.valid('header')['Idempotency-Key'],
         `/v1/streams/${streamId}/fork`,
