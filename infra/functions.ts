@@ -66,7 +66,9 @@ export class HefestoFunction extends Construct {
       logGroup: this.logGroup,
       // Platform lines (START, REPORT, init errors) as JSON, like the service's own lines.
       loggingFormat: LoggingFormat.JSON,
-      environment: props.environment,
+      // The service's memory ceiling is the function's memory (settings.ts, "work"): its
+      // caches and requests draw on one pool of it (memory-pool.ts).
+      environment: { HEFESTO_MEMORY_MIB: String(props.config.memoryMiB), ...props.environment },
       bundling: cdkBundling(),
     });
   }

@@ -4,6 +4,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_BUNDLE_LIMIT_BYTES, coldStart } from '../../bench/bundle.js';
+import { workLedgerSettings } from '../../functions/wiring/work.js';
 import {
   BUNDLE_FILE,
   esbuildOptions,
@@ -11,7 +12,9 @@ import {
   REPO_ROOT,
 } from '../../infra/bundling.js';
 import { resolveConfig } from '../../infra/config.js';
-import { parseAwsSettings } from '../../shared/config/settings.js';
+import { parseAwsSettings, RUNTIME_RESERVE_MIB } from '../../shared/config/settings.js';
+import { memoryOf } from '../../shared/domain/state-v2/index.js';
+import type { MemoryPool } from '../../shared/services/memory-pool.js';
 import {
   actionsOf,
   allStatements,
@@ -225,6 +228,32 @@ describe('functions', () => {
     expect(fnProps(hardened, ids(hardened).compactorFn).ReservedConcurrentExecutions).toBe(2);
   });
 
+  it("set the service's memory ceiling from the function's memory", () => {
+    for (const s of [dev, prod, hardened]) {
+      for (const id of [ids(s).apiFn, ids(s).compactorFn]) {
+        const memorySize = Number(fnProps(s, id).MemorySize);
+        expect(memorySize).toBe(1024);
+        expect(envOf(s, id).HEFESTO_MEMORY_MIB).toBe(String(memorySize));
+        const settings = parseAwsSettings({
+          HEFESTO_BUCKET: 'bucket',
+          HEFESTO_TABLE: 'table',
+          HEFESTO_MEMORY_MIB: envOf(s, id).HEFESTO_MEMORY_MIB as string,
+        });
+        // One pool of it, less the runtime's reserve, for the caches and the requests.
+        const pool = workLedgerSettings(settings).memory as MemoryPool;
+        expect(pool.capacity).toBe((memorySize - RUNTIME_RESERVE_MIB) * 1024 * 1024);
+        expect(
+          settings.work.chunkCacheBytes +
+            settings.work.stateCacheBytes +
+            memoryOf({
+              nodes: settings.work.budget.maxNodes,
+              bytes: settings.work.budget.maxBytes,
+            }),
+        ).toBeLessThanOrEqual(pool.capacity);
+      }
+    }
+  });
+
   it('get the environment the service settings parser accepts', () => {
     const env = envOf(dev, ids(dev).apiFn);
     expect(env).toEqual({
@@ -233,6 +262,7 @@ describe('functions', () => {
       HEFESTO_API_KEY: { Ref: 'RootApiKey' },
       HEFESTO_LOG_LEVEL: 'info',
       HEFESTO_SIGNING_SECRET: { Ref: logicalId(dev.stack, dev.stack.signingKey.secret) },
+      HEFESTO_MEMORY_MIB: '1024',
     });
     const concrete = Object.fromEntries(
       Object.entries(env).map(([k, v]) => [k, typeof v === 'string' ? v : `resolved-${k}`]),

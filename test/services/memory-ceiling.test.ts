@@ -1,0 +1,105 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { DeltaOp } from '../../shared/domain/state.js';
+import { type Chunk, memoryOf } from '../../shared/domain/state-v2/index.js';
+import { MemoryPool } from '../../shared/services/memory-pool.js';
+import { compactionWorld, manualClock, type World } from '../support/compaction.js';
+import { dedupBomb } from '../support/dedup-bomb.js';
+import { allStores, type StorePair } from '../support/stores.js';
+
+/**
+ * Issue 21 item 3, the process's memory ceiling (memory-pool.ts): requests each within the
+ * work budget, but together over the ceiling, do not all build their states at once. Past the
+ * ceiling they wait their turn, or are refused with 503 ErrUnavailable and a Retry-After, and
+ * the process goes on serving; the pool never lends more than it has.
+ */
+
+vi.setConfig({ testTimeout: 240_000 });
+
+const T = 'acme';
+
+const refOp = (path: string, ref: { hash: string; size: number }) =>
+  ({ op: 'set', path, ref }) as unknown as DeltaOp;
+
+/** 60,001 JSON values in 4 chunks: about 20 MB materialised (memoryOf). */
+const VALUE = dedupBomb(20_000, '[{},{}]');
+const ONE = memoryOf({ nodes: 60_002, bytes: VALUE.ref.size + 8 });
+
+describe.each(allStores.filter((f) => f.enabled))('the memory ceiling on $name', (factory) => {
+  let stores: StorePair;
+  beforeEach(async () => {
+    stores = await factory.make();
+  });
+  afterEach(async () => {
+    await stores.cleanup();
+  });
+
+  /** A world whose process has room for one such state and a half. */
+  const worldWith = (maxWaitMs: number) => {
+    const memory = new MemoryPool({ capacity: Math.floor(ONE * 1.5), maxWaitMs });
+    return { memory, world: compactionWorld(stores, { snapshotEvery: 1, memory }, manualClock()) };
+  };
+  const upload = async (w: World, chunks: Chunk[]) => {
+    for (const c of chunks) await w.ledger.states.values.putChunk(T, c.hash, c.bytes);
+  };
+  const setValue = (w: World, memory: MemoryPool, stream: string) =>
+    memory.run(async (account) => {
+      const { stateDigest } = await w.ledger.appender.readHead(T, stream);
+      return w.ledger.checkpoints.checkpoint({
+        tenant: T,
+        stream,
+        ops: [refOp('/v', VALUE.ref)],
+        baseDigest: stateDigest,
+        memory: account,
+      });
+    });
+  const read = (w: World, memory: MemoryPool, stream: string) =>
+    memory.run((account) => w.ledger.states.hydrate(T, stream, undefined, { memory: account }));
+
+  it('makes concurrent reads past the ceiling wait their turn, all answered', async () => {
+    const { memory, world } = worldWith(60_000);
+    await upload(world, VALUE.chunks);
+    await setValue(world, memory, 'big');
+    const reads = await Promise.all(Array.from({ length: 4 }, () => read(world, memory, 'big')));
+    for (const r of reads) expect(r.state.v).toHaveLength(20_000);
+    const { stats } = memory;
+    expect(stats.waited).toBeGreaterThanOrEqual(3);
+    expect(stats.refused).toBe(0);
+    expect(stats.peak).toBeLessThanOrEqual(memory.capacity);
+    expect(stats.requests).toBe(0);
+  });
+
+  it('refuses the reads past the ceiling with 503 and Retry-After, and goes on serving', async () => {
+    const { memory, world } = worldWith(0);
+    await upload(world, VALUE.chunks);
+    await setValue(world, memory, 'big');
+    const results = await Promise.allSettled(
+      Array.from({ length: 4 }, () => read(world, memory, 'big')),
+    );
+    const served = results.filter((r) => r.status === 'fulfilled');
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+    expect(served.length).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const err of refused) {
+      expect(err).toMatchObject({ code: 'ErrUnavailable', retryAfterMs: expect.any(Number) });
+    }
+    expect(memory.stats.peak).toBeLessThanOrEqual(memory.capacity);
+    // Nothing is left held, and the next read is served.
+    expect(memory.stats.requests).toBe(0);
+    expect((await read(world, memory, 'big')).state.v).toHaveLength(20_000);
+  });
+
+  it('lets concurrent checkpoints setting large values take turns, and evicts warm states for them', async () => {
+    const { memory, world } = worldWith(60_000);
+    await upload(world, VALUE.chunks);
+    const streams = ['a', 'b', 'c'];
+    const written = await Promise.all(streams.map((s) => setValue(world, memory, s)));
+    for (const w of written) expect(w.seq).toBe(1);
+    expect(memory.stats.waited).toBeGreaterThanOrEqual(1);
+    expect(memory.stats.peak).toBeLessThanOrEqual(memory.capacity);
+    // The warm states they left are the pool's, and give way to the next request.
+    expect(memory.stats.caches).toBeGreaterThan(0);
+    expect((await read(world, memory, 'a')).state.v).toHaveLength(20_000);
+    expect(memory.stats.peak).toBeLessThanOrEqual(memory.capacity);
+    expect(memory.stats.requests).toBe(0);
+  });
+});
