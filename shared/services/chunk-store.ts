@@ -262,7 +262,9 @@ export class ChunkStore {
     chunks: Iterable<Chunk>,
   ): Promise<{ bytes: number; count: number }> {
     const { objects, cache, concurrency, pacer } = this.#o;
+    // A put is a step too: a local store compresses the chunk before it returns.
     const put = async (c: Chunk) => {
+      for (let turn = pacer.pause(); turn; turn = pacer.pause()) await turn;
       await objects.putIfAbsent(chunkKey(tenant, c.hash), c.bytes);
       cache.put(tenant, c.hash, c.bytes);
     };
