@@ -10,6 +10,7 @@ import {
   eachChunkHash,
   MerkleState,
   readState,
+  type VerifiedChunk,
 } from '../domain/state-v2/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
@@ -192,13 +193,15 @@ export class ChunkSnapshots {
   /**
    * The state a root names, verified chunk by chunk and then against the stream's digest:
    * digest v2 is the root's Merkle digest itself (the chunks' hashes chain to it); v1 is the
-   * SHA-256 of the state's canonical JSON. `stream` learns the chunks as stored.
+   * SHA-256 of the state's canonical JSON. `stream` learns the chunks as stored. `verified`:
+   * chunks already fetched and verified (a measure of the same state), not read again.
    */
   async readRoot(
     tenant: string,
     stream: string,
     root: StateRootRef,
     expect: { seq: number; stateDigest: string; digestVersion?: 1 | 2 },
+    verified?: Map<string, VerifiedChunk>,
   ): Promise<{ state: JsonObject; tree: MerkleState }> {
     const fetched = new Map<string, Uint8Array>();
     const gen = await this.chunks.generation(tenant);
@@ -209,6 +212,7 @@ export class ChunkSnapshots {
       seq: Math.max(1, expect.seq),
       canonical: false,
       pause: this.chunks.pacer.pause,
+      ...(verified ? { verified } : {}),
     });
     const state = tree.state;
     const matches =

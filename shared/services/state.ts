@@ -22,6 +22,7 @@ import {
   MerkleState,
   measureValue,
   memoryOf,
+  type VerifiedChunk,
   type WorkBudget,
 } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
@@ -336,8 +337,11 @@ export class StateStore {
     // Measured from its chunks before it is built: a state over the budget is refused here.
     const fetched = new Map<string, Uint8Array>();
     const source = boundedSource(this.chunks.source(tenant, fetched), this.chunks.concurrency);
+    // Kept for the read: no chunk is fetched and verified twice.
+    const verified = new Map<string, VerifiedChunk>();
     const extent = await measureValue(root.digest, source, {
       pause: this.chunks.pacer.pause,
+      verified,
       budget: this.budget,
       what: `the state at seq ${expect.seq}`,
       seq: Math.max(1, expect.seq),
@@ -347,7 +351,8 @@ export class StateStore {
     fetched.clear();
     // What building it will hold, charged to the request (memory-pool.ts).
     await memory?.charge(memoryOf(extent));
-    const read = await this.snapshots.readRoot(tenant, stream, root, expect);
+    const read = await this.snapshots.readRoot(tenant, stream, root, expect, verified);
+    verified.clear();
     const working =
       expect.digestVersion === 2
         ? WorkingState.ofTree(read.tree, extent)

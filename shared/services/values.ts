@@ -22,6 +22,7 @@ import {
   type ResolvedValue,
   type ResolveRef,
   readValue,
+  type VerifiedChunk,
   verifyChunk,
   type WorkBudget,
 } from '../domain/state-v2/index.js';
@@ -113,8 +114,8 @@ export class ValueStore {
     // The GC generation before any chunk is read: a reference put later under the same
     // generation proves no sweep ran in between (chunk-store.ts addRef with knownGen).
     const gen = options.client ? await this.chunks.generation(tenant) : undefined;
-    const fetched = new Map<string, Uint8Array>();
-    const source = this.#source(tenant, fetched);
+    const verified = new Map<string, VerifiedChunk>();
+    const source = this.#source(tenant);
     const byHash = new Map<string, Extent>();
     let total: Extent = options.held ?? NO_EXTENT;
     for (const [i, op] of ops.entries()) {
@@ -128,6 +129,7 @@ export class ValueStore {
         extent = await this.#asOp(i, options.client, () =>
           measureValue(hash, source, {
             pause: this.chunks.pacer.pause,
+            verified,
             budget: options.budget,
             held: total,
             what: `op ${i}'s ref ${hash} with the state it goes into`,
@@ -150,7 +152,7 @@ export class ValueStore {
     return {
       extent,
       byHash,
-      fetched,
+      verified,
       gen,
       client: options.client === true,
       seq: options.seq,
@@ -158,18 +160,19 @@ export class ValueStore {
   }
 
   /**
-   * Step 2: each measured value read from its chunks (verified; those step 1 fetched are not
-   * fetched again), as a resolver for MerkleState.apply: the first op naming a value adopts
-   * its tree, later ones copy it.
+   * Step 2: each measured value read from its chunks (those step 1 verified are neither
+   * fetched nor verified again), as a resolver for MerkleState.apply: the first op naming a
+   * value adopts its tree, later ones copy it.
    */
   async readRefs(tenant: string, ops: readonly DeltaOp[], measured: MeasuredRefs) {
-    const source = this.#source(tenant, measured.fetched);
+    const source = this.#source(tenant);
+    const { verified } = measured;
     const values = new Map<string, ResolvedValue>();
     for (const [i, op] of ops.entries()) {
       if (!isRef(op) || values.has(op.ref.hash)) continue;
       const { hash, size } = op.ref;
       const resolved = await this.#asOp(i, measured.client, () =>
-        readValue(hash, source, { seq: measured.seq, pause: this.chunks.pacer.pause }),
+        readValue(hash, source, { seq: measured.seq, pause: this.chunks.pacer.pause, verified }),
       );
       if (resolved.node.size !== size) {
         throw new InvalidInputError(
@@ -178,7 +181,7 @@ export class ValueStore {
       }
       values.set(hash, resolved);
     }
-    measured.fetched.clear();
+    verified.clear();
     return {
       resolve: ((ref: ChunkRef) => values.get(ref.hash)) as ResolveRef,
       extentOf: (ref: ChunkRef) => measured.byHash.get(ref.hash) ?? NO_EXTENT,
@@ -220,16 +223,9 @@ export class ValueStore {
     return { release };
   }
 
-  /** A source through the chunk cache that keeps what it fetched (paced: chunk-store.ts). */
-  #source(tenant: string, fetched: Map<string, Uint8Array>): ChunkSource {
-    const inner = boundedSource(this.chunks.source(tenant), this.chunks.concurrency);
-    return async (hash) => {
-      const kept = fetched.get(hash);
-      if (kept) return kept;
-      const bytes = await inner(hash);
-      if (bytes) fetched.set(hash, bytes);
-      return bytes;
-    };
+  /** A source through the chunk cache, its fetches bounded and paced (chunk-store.ts). */
+  #source(tenant: string): ChunkSource {
+    return boundedSource(this.chunks.source(tenant), this.chunks.concurrency);
   }
 
   /** Errors of a client's ref as the caller's (the op named), else as they are. */
@@ -251,8 +247,8 @@ export interface MeasuredRefs {
   /** Every op's value, an op naming a value twice counting it twice. */
   extent: Extent;
   byHash: Map<string, Extent>;
-  /** Chunks step 1 fetched, for step 2 (cleared by it). */
-  fetched: Map<string, Uint8Array>;
+  /** Chunks step 1 fetched and verified, for step 2 (cleared by it). */
+  verified: Map<string, VerifiedChunk>;
   /** The GC generation read before the chunks were (client refs). */
   gen: number | undefined;
   client: boolean;

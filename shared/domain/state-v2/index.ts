@@ -55,5 +55,10 @@ export {
 } from './proof.js';
 export { readState, readValue } from './read.js';
 export { describeRoot, type StateRoot } from './root.js';
-export { boundedSource, type ChunkSource, type ReadOptions } from './source.js';
+export {
+  boundedSource,
+  type ChunkSource,
+  type ReadOptions,
+  type VerifiedChunk,
+} from './source.js';
 export { readAt, type Walk, walk } from './walk.js';

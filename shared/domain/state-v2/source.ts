@@ -1,6 +1,6 @@
 import type { JsonValue } from '../canonical.js';
 import { InvalidFormatError, TamperedLedgerError } from '../errors.js';
-import { verifyChunk } from './chunk-parse.js';
+import { type ParsedChunk, verifyChunk } from './chunk-parse.js';
 
 /** Where chunks come from, for reads (read.ts, walk.ts): fetched by hash, checked on arrival. */
 
@@ -23,6 +23,18 @@ export interface ReadOptions {
    * timers), so a tree served from memory is not one long turn of the loop.
    */
   pause?: () => Promise<void> | undefined;
+  /**
+   * Chunks already verified against their hashes, by hash: fetched and verified again by no
+   * read that shares the map (a measure, then the read of the same value: half the hashing
+   * and parsing, and of the garbage). Every chunk a read verifies is added.
+   */
+  verified?: Map<string, VerifiedChunk>;
+}
+
+/** A chunk's bytes, checked against its hash, and what they parse to. */
+export interface VerifiedChunk {
+  bytes: Uint8Array;
+  parsed: ParsedChunk;
 }
 
 export interface Context {
@@ -30,6 +42,7 @@ export interface Context {
   seq: number;
   canonical: boolean;
   pause: (() => Promise<void> | undefined) | undefined;
+  verified: Map<string, VerifiedChunk> | undefined;
 }
 
 export const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -38,19 +51,25 @@ export const bad = (why: string): never => {
   throw new InvalidFormatError(`state chunks: ${why}`);
 };
 
-export const fetchChunk = async (ctx: Context, hash: string) => {
-  const bytes = await ctx.source(hash);
+export const fetchChunk = async (ctx: Context, hash: string): Promise<VerifiedChunk> => {
+  const known = ctx.verified?.get(hash);
+  const bytes = known ? known.bytes : await ctx.source(hash);
   if (bytes === undefined) {
     throw new TamperedLedgerError(Math.max(1, ctx.seq), `state chunk ${hash} is missing`);
   }
-  // Verifying (hashing up to a MiB, parsing) is a step: asked right before it, with no await
-  // in between, so many fetches landing at once verify over as many turns as they need.
+  // Verifying (hashing up to a MiB, parsing) and what the caller does with the chunk is a
+  // step: asked right before it, so many chunks landing at once take as many turns as they
+  // need. (A return is a microtask from the caller's work, which asks again per batch.)
   if (ctx.pause) for (let turn = ctx.pause(); turn; turn = ctx.pause()) await turn;
+  if (known) return known;
+  let chunk: VerifiedChunk;
   try {
-    return { bytes, parsed: verifyChunk(bytes, hash) };
+    chunk = { bytes, parsed: verifyChunk(bytes, hash) };
   } catch (err) {
     throw new TamperedLedgerError(Math.max(1, ctx.seq), (err as Error).message, { cause: err });
   }
+  ctx.verified?.set(hash, chunk);
+  return chunk;
 };
 
 export const parseJson = (bytes: Uint8Array): [JsonValue, string] => {
@@ -70,6 +89,7 @@ export const contextOf = (source: ChunkSource, options: ReadOptions): Context =>
   seq: options.seq ?? 0,
   canonical: options.canonical ?? true,
   pause: options.pause,
+  verified: options.verified,
 });
 
 /** A source that lets at most `limit` fetches run at once (S3 GETs, bounded). */
