@@ -44,7 +44,8 @@ import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
  * cache (1/16 of it), the warm-state cache (1/4, counted by the memory its states' extents
  * take: state-v2/budget.ts memoryOf), and what one
  * request at its budget holds must add up to at most HEFESTO_MEMORY_MIB, or the process does
- * not start.
+ * not start. At run time the caches and every request draw on one pool of the ceiling less the
+ * reserve (services/memory-pool.ts), so concurrent requests cannot add up past it either.
  */
 
 export type Env = Record<string, string | undefined>;
