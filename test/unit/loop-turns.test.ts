@@ -96,7 +96,7 @@ describe('Pacer', () => {
   });
 
   describe('source', () => {
-    it('pauses before and after every fetch of a chunk served from memory', async () => {
+    it('makes every fetch a step: one a turn, though all are asked for at once', async () => {
       const w = world();
       const pacer = new Pacer({ sliceMs: 0, now: w.now });
       const fetchedAt: number[] = [];
