@@ -24,7 +24,7 @@ import { printTable } from './harness.js';
  *   D. a read key's GET /state of that stream (the whole 64 MiB state, hydrated from the
  *      base's chunks and streamed);
  *   E. 6 concurrent GET /state of it: each within the work budget, together past the memory
- *      ceiling (~200 MB materialised each, 864 MiB to lend): the ones past it wait their turn.
+ *      ceiling (~200 MB materialised each, 768 MiB to lend): the ones past it wait their turn.
  *
  * `npx tsx bench/work-budgets.ts` runs it alone; HEFESTO_BENCH_CPU_PROF=dir writes the
  * server's CPU profile there.

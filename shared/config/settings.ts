@@ -87,8 +87,12 @@ export interface WorkSettings {
   stateCacheBytes: number;
 }
 
-/** Runtime, code, sockets and buffers: what the process takes before any state. */
-export const RUNTIME_RESERVE_MIB = 160;
+/**
+ * Runtime, code, sockets and buffers (an idle embedded server: ~150 MiB RSS), and the heap the
+ * GC has not given back yet: what the memory pool does not lend (bench/work-budgets.ts: four
+ * reads of a 64 MiB state at once, ~780 MB by memoryOf, peaked at 940-1,010 MiB RSS).
+ */
+export const RUNTIME_RESERVE_MIB = 256;
 
 export interface CompactionSettings {
   /** Embedded server: run the compactor every this many ms; 0 = never. */
