@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../shared/domain/canonical.js';
+import { STRING_PAGE, TAG, toHex, writer } from '../../shared/domain/state-v2/format.js';
 import {
   chunkHashes,
   chunksOfValue,
@@ -9,6 +10,7 @@ import {
   listChunks,
   readState,
   readValue,
+  verifyChunk,
 } from '../../shared/domain/state-v2/index.js';
 import { build } from '../../shared/domain/state-v2/node.js';
 import { buildTree, buildTreePaced, rootHash } from '../../shared/domain/state-v2/seq-tree.js';
@@ -100,12 +102,85 @@ describe('reads with pause', () => {
   });
 });
 
+describe('long strings', () => {
+  /** Strings past a page (512 KiB), of pieces whose bytes straddle the page cuts in every way. */
+  const longStringArb = fc
+    .array(fc.constantFrom('a', 'é', '東', '🙂', '\n', '"', '\\', '\u0001', '\u001f', '/', ' '), {
+      minLength: 1,
+      maxLength: 40,
+    })
+    .chain((unit) =>
+      fc
+        .nat(7)
+        .map(
+          (skew) =>
+            'x'.repeat(skew) + unit.join('').repeat(Math.ceil(700_000 / unit.join('').length)),
+        ),
+    );
+
+  it('read back from their pages as built, page by page, checked canonical', async () => {
+    await fc.assert(
+      fc.asyncProperty(longStringArb, async (s) => {
+        const { ref, chunks } = chunksOfValue({ s });
+        for (const c of chunks) verifyChunk(c.bytes, c.hash);
+        const store = chunkStore();
+        store.put(chunks);
+        const spy = counting();
+        const read = await readValue(ref.hash, store.source, { pause: spy.pause });
+        expect(read.node.value).toEqual({ s });
+        expect(spy.calls()).toBeGreaterThanOrEqual(2);
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it('refuses a long string whose escapes are not canonical, even across a page cut', async () => {
+    /** A string value stored as hand-made pages of `text` (its JSON), hashed as stored. */
+    const stored = (text: string) => {
+      const bytes = Buffer.from(text, 'utf8');
+      // One writer at a time: they share a scratch buffer.
+      const chunks: Array<{ hash: string; bytes: Uint8Array }> = [];
+      const pages: Buffer[] = [];
+      for (let at = 0; at < bytes.length; at += STRING_PAGE) {
+        const w = writer(TAG.stringPage);
+        w.bytes(bytes.subarray(at, at + STRING_PAGE));
+        pages.push(w.digest());
+        chunks.push({ hash: toHex(w.digest()), bytes: w.copy() });
+      }
+      const root = writer(TAG.stringRoot);
+      root.u64(bytes.length);
+      for (const page of pages) root.bytes(page);
+      chunks.push({ hash: toHex(root.digest()), bytes: root.copy() });
+      const store = chunkStore();
+      store.put(chunks);
+      return { hash: toHex(root.digest()), store };
+    };
+    // Canonical: read back. `\u0061` for `a` (and a pair written as two escapes) is not
+    // canonical: refused, whether the escape lies inside a page or across the cut.
+    const ok = stored(`"${'a'.repeat(STRING_PAGE)}${'b'.repeat(1000)}"`);
+    expect((await readValue(ok.hash, ok.store.source)).node.value).toHaveLength(STRING_PAGE + 1000);
+    for (const at of [STRING_PAGE - 8, STRING_PAGE - 4, STRING_PAGE - 3, STRING_PAGE - 1, 1000]) {
+      for (const escape of ['\\u0061', '\\ud83d\\ude42']) {
+        const text = `"${'a'.repeat(at - 1)}${escape}${'b'.repeat(STRING_PAGE)}"`;
+        const bad = stored(text);
+        await expect(
+          readValue(bad.hash, bad.store.source, { pause: () => undefined }),
+        ).rejects.toThrow(/not canonical/);
+      }
+    }
+  });
+});
+
 describe('eachChunk', () => {
   it('yields the chunks listChunks lists, one at a time, children first', () => {
-    const [node] = build({ rows: records(3000), doc: 'y'.repeat(600_000) }, 0);
+    const doc = `${'y'.repeat(524_287)}🙂${'z\n'.repeat(300_000)}`;
+    const [node] = build({ rows: records(3000), doc }, 0);
     const listed = listChunks(node);
     const one: string[] = [];
-    for (const c of eachChunk(node)) one.push(c.hash);
+    for (const c of eachChunk(node)) {
+      verifyChunk(c.bytes, c.hash);
+      one.push(c.hash);
+    }
     expect(one).toEqual(listed.map((c) => c.hash));
     expect(one).toEqual(chunkHashes(node));
   });

@@ -93,17 +93,18 @@ function* nodeChunks(
     return yield { hash, bytes: w.copy() };
   }
   if (node.kind === Kind.String) {
-    const bytes = withBytes ? Buffer.from(JSON.stringify(node.value), 'utf8') : undefined;
+    const bytes = withBytes ? stringPages(node.value as string) : undefined;
     const pages = node.pages as Buffer[];
-    for (const [i, page] of pages.entries()) {
+    for (const page of pages) {
       const pageHash = toHex(page);
+      const content = bytes?.next().value;
       if (skip(pageHash)) continue;
-      if (!bytes) {
+      if (!content) {
         yield { hash: pageHash, bytes: none };
         continue;
       }
       const w = writer(TAG.stringPage);
-      w.bytes(bytes.subarray(i * STRING_PAGE, (i + 1) * STRING_PAGE));
+      w.bytes(content);
       yield { hash: pageHash, bytes: w.copy() };
     }
     if (!withBytes) return yield { hash, bytes: none };
@@ -115,6 +116,43 @@ function* nodeChunks(
   const tree = node.tree as SeqTree;
   const top = tree.levels.length - 1;
   yield* pageChunks(node.kind, tree, top, 0, node, skip, withBytes);
+}
+
+/** UTF-16 units of a long string serialized at a time (never splitting a surrogate pair). */
+const STRING_SLICE = 64 * 1024;
+
+/**
+ * The canonical JSON of a long string, in pages of STRING_PAGE bytes (the last one shorter),
+ * serialized a slice at a time: a 64 MiB string is not one 64 MiB serialization. Slices cut
+ * between code points serialize to the same bytes as the whole (JSON.stringify escapes per
+ * character).
+ */
+function* stringPages(value: string): Generator<Buffer> {
+  let page = Buffer.allocUnsafe(STRING_PAGE);
+  let filled = 0;
+  const put = function* (bytes: Buffer): Generator<Buffer> {
+    for (let at = 0; at < bytes.length; ) {
+      const n = Math.min(bytes.length - at, STRING_PAGE - filled);
+      bytes.copy(page, filled, at, at + n);
+      filled += n;
+      at += n;
+      if (filled === STRING_PAGE) {
+        yield page;
+        page = Buffer.allocUnsafe(STRING_PAGE);
+        filled = 0;
+      }
+    }
+  };
+  yield* put(Buffer.from('"'));
+  for (let at = 0; at < value.length; ) {
+    let end = Math.min(value.length, at + STRING_SLICE);
+    const last = value.charCodeAt(end - 1);
+    if (end < value.length && last >= 0xd800 && last <= 0xdbff) end++;
+    yield* put(Buffer.from(JSON.stringify(value.slice(at, end)).slice(1, -1), 'utf8'));
+    at = end;
+  }
+  yield* put(Buffer.from('"'));
+  if (filled > 0) yield page.subarray(0, filled);
 }
 
 function* pageChunks(

@@ -216,18 +216,43 @@ const decodeString = async (
   if (parsed.size <= STRING_PAGE || parsed.pages.length !== Math.ceil(parsed.size / STRING_PAGE)) {
     bad('a long string has the wrong pages');
   }
-  const pages = await Promise.all(
-    parsed.pages.map(async (page, i) => {
+  const last = parsed.pages.length - 1;
+  const pages = await inBatches(
+    ctx,
+    parsed.pages.map((page, i) => ({ page, i })),
+    async ({ page, i }) => {
       const { parsed: p } = await fetchChunk(ctx, toHex(page));
-      const expected = i < parsed.pages.length - 1 ? STRING_PAGE : parsed.size - i * STRING_PAGE;
+      const expected = i < last ? STRING_PAGE : parsed.size - i * STRING_PAGE;
       if (p.tag !== TAG.stringPage || p.bytes.length !== expected)
         bad('a string page is out of place');
       return (p as { bytes: Buffer }).bytes;
-    }),
+    },
   );
-  const [value, text] = parseJson(Buffer.concat(pages));
-  if (typeof value !== 'string' || JSON.stringify(value) !== text)
-    bad('a long string is not canonical');
+  // The string's canonical JSON, decoded and parsed a page at a time (a 64 MiB string is
+  // one long turn otherwise): each piece is cut where no escape and no surrogate pair is
+  // split, so each parses and checks alone exactly as the whole would.
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let pending = '';
+  let value = '';
+  for (const [i, bytes] of pages.entries()) {
+    if (ctx.pause) for (let turn = ctx.pause(); turn; turn = ctx.pause()) await turn;
+    try {
+      pending += decoder.decode(bytes, { stream: i < last });
+    } catch {
+      bad('a long string is not UTF-8');
+    }
+    if (i === 0) {
+      if (pending[0] !== '"') bad('a long string is not canonical');
+      pending = pending.slice(1);
+    }
+    if (i === last) {
+      if (pending.at(-1) !== '"') bad('a long string is not canonical');
+      pending = pending.slice(0, -1);
+    }
+    const cut = i === last ? pending.length : safeCut(pending);
+    value += stringPiece(pending.slice(0, cut));
+    pending = pending.slice(cut);
+  }
   return {
     kind: Kind.String,
     hash: Buffer.from(hash),
@@ -235,6 +260,39 @@ const decodeString = async (
     value,
     pages: parsed.pages,
   };
+};
+
+/**
+ * The longest prefix of `text` (the inside of a JSON string) that ends between two tokens (a
+ * character or a whole escape) and neither inside a surrogate pair nor right after a `\u`
+ * escape (two escapes may be the halves of one pair), so the prefix parses alone.
+ */
+const safeCut = (text: string): number => {
+  let safe = 0;
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    const escape = c === 0x5c ? (text.charCodeAt(i + 1) === 0x75 ? 6 : 2) : 0;
+    const length = escape || 1;
+    if (i + length > text.length) break;
+    i += length;
+    if (escape !== 6 && !(escape === 0 && c >= 0xd800 && c <= 0xdbff)) safe = i;
+  }
+  return safe;
+};
+
+/** A piece of a long string's JSON (its inside), parsed and checked canonical. */
+const stringPiece = (inside: string): string => {
+  const text = `"${inside}"`;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    bad('a long string is not JSON');
+  }
+  if (typeof value !== 'string' || JSON.stringify(value) !== text) {
+    bad('a long string is not canonical');
+  }
+  return value as string;
 };
 
 /** The node stored under `hash`; `standalone`: a root or a ref, which may be a small leaf. */
