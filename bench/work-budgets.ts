@@ -23,8 +23,10 @@ import { printTable } from './harness.js';
  *      tree hashed) and the base snapshot that checkpoint writes, in one request;
  *   D. a read key's GET /state of that stream (the whole 64 MiB state, hydrated from the
  *      base's chunks and streamed);
- *   E. 6 concurrent GET /state of it: each within the work budget, together past the memory
- *      ceiling (~200 MB materialised each, 768 MiB to lend): the ones past it wait their turn.
+ *   E. a 57 MiB string (one JSON value, 114 pages of 512 KiB): uploaded, set by ref, read back;
+ *   F. 6 concurrent GET /state of the 64 MiB stream: each within the work budget, together past
+ *      the memory ceiling (~200 MB materialised each, 768 MiB to lend): the ones past it wait
+ *      their turn.
  *
  * `npx tsx bench/work-budgets.ts` runs it alone; HEFESTO_BENCH_CPU_PROF=dir writes the
  * server's CPU profile there.
@@ -138,6 +140,10 @@ const setRef = async (url: string, stream: string, ref: ChunkRef) => {
   return { status: res.status, body };
 };
 
+/** 57 MiB of text with no two pages alike (a line number on every line). */
+const longText = () =>
+  Array.from({ length: 540_000 }, (_, i) => `line ${i}: ${'lorem ipsum '.repeat(8)}`).join('\n');
+
 /** 65,000 distinct records of ~1 KB: 64 MiB of canonical JSON, ~195,000 JSON values. */
 const legitValue = () =>
   Array.from({ length: 65_000 }, (_, i) => ({
@@ -204,8 +210,25 @@ export const runWorkBudgetsBench = async () => {
         return `${r.status}, ${r.bytes} B`;
       }),
     );
+    const text = longText();
+    const doc = chunksOfValue({ doc: text });
     rows.push(
-      await measure(server, 'E. 6 concurrent GET /state of it', async () => {
+      await measure(server, 'E. a 57 MiB string: upload, ref checkpoint, GET /state', async () => {
+        const t = performance.now();
+        await upload(url, doc.chunks);
+        const uploaded = performance.now() - t;
+        const r = await setRef(url, 'doc', doc.ref);
+        if (r.status !== 201) throw new Error(`string checkpoint answered ${r.status}`);
+        const set = performance.now() - t - uploaded;
+        const res = await fetch(`${url}/v1/streams/doc/state`, { headers: auth });
+        const body = (await res.json()) as { state: { v: { doc: string } } };
+        if (body.state.v.doc !== text) throw new Error('the string read back is not the one set');
+        const read = performance.now() - t - uploaded - set;
+        return `${doc.chunks.length} chunks; upload ${uploaded.toFixed(0)} ms, checkpoint ${set.toFixed(0)} ms, read ${read.toFixed(0)} ms`;
+      }),
+    );
+    rows.push(
+      await measure(server, 'F. 6 concurrent GET /state of the 64 MiB stream', async () => {
         const started = performance.now();
         const answers = await Promise.all(
           Array.from({ length: 6 }, async () => {
