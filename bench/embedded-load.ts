@@ -43,6 +43,8 @@ export interface ServerStats {
   maxBatch: number;
   tids: number[];
   loop: { p50: number; p99: number; max: number };
+  /** The memory pool's counters since the last call (memory-pool.ts). */
+  memory?: { capacity: number; requests: number; caches: number; peak: number; waited: number };
 }
 
 export interface PinnedServer {

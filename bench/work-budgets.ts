@@ -85,6 +85,7 @@ interface PhaseResult {
   ms: number;
   peakRssMiB: number;
   loopMaxMs: number;
+  poolPeakMiB: number;
   healthz: number[];
   note: string;
 }
@@ -110,8 +111,9 @@ const measure = async (
   const ms = performance.now() - start;
   await new Promise((r) => setTimeout(r, 100));
   const healthz = (await probe.stop()).sort((a, b) => a - b);
-  const { loop } = await server.stats();
-  return { phase, ms, peakRssMiB: peak / 1024, loopMaxMs: loop.max, healthz, note };
+  const { loop, memory } = await server.stats();
+  const poolPeakMiB = (memory?.peak ?? 0) / 1024 / 1024;
+  return { phase, ms, peakRssMiB: peak / 1024, loopMaxMs: loop.max, poolPeakMiB, healthz, note };
 };
 
 const auth = { authorization: `Bearer ${ROOT}` };
@@ -251,6 +253,7 @@ export const runWorkBudgetsBench = async () => {
       phase: r.phase,
       'time ms': r.ms.toFixed(0),
       'server peak RSS MiB': r.peakRssMiB.toFixed(0),
+      'memory pool peak MiB': r.poolPeakMiB.toFixed(0),
       'server loop blocked max ms': r.loopMaxMs.toFixed(0),
       '/healthz p99 ms (budget 100)': quantile(r.healthz, 0.99).toFixed(1),
       '/healthz max ms': (r.healthz.at(-1) ?? 0).toFixed(1),

@@ -146,8 +146,8 @@ const start = async (): Promise<void> => {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  // For the benchmarks, one line on stdout: the durable writer's counters (fsyncs, commits)
-  // and how late the event loop ran since the last such line (ms).
+  // For the benchmarks, one line on stdout: the durable writer's counters (fsyncs, commits),
+  // how late the event loop ran since the last such line (ms), and the memory pool's counters.
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
   process.on('SIGUSR2', () => {
@@ -155,7 +155,9 @@ const start = async (): Promise<void> => {
     const loop = { p50: ms(50), p99: ms(99), max: Number((loopDelay.max / 1e6).toFixed(2)) };
     loopDelay.reset();
     void embedded.durableWriterStats().then((stats) => {
-      process.stdout.write(`durable-writes ${JSON.stringify({ ...stats, loop })}\n`);
+      const memory = embedded.memory?.stats;
+      embedded.memory?.resetPeak();
+      process.stdout.write(`durable-writes ${JSON.stringify({ ...stats, loop, memory })}\n`);
     });
   });
 

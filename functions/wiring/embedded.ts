@@ -20,6 +20,7 @@ import type { CrashHook } from '../../shared/services/append.js';
 import type { Compactor } from '../../shared/services/compactor.js';
 import { KeyService } from '../../shared/services/keys.js';
 import { Ledger } from '../../shared/services/ledger.js';
+import type { MemoryPool } from '../../shared/services/memory-pool.js';
 import { checkSigningKeys } from '../../shared/services/signing-keys.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
 import { workLedgerSettings } from './work.js';
@@ -32,6 +33,8 @@ export interface Embedded {
   logger: Logger;
   /** Compaction and retention over the same stores (the server's timer, POST /v1/admin/compact). */
   compactor: Compactor;
+  /** The process's memory pool (memory-pool.ts), for the benchmarks' counters. */
+  memory: MemoryPool | undefined;
   /** The durable writer's counters: commits, fsyncs (durable-writer.ts). */
   durableWriterStats(): Promise<DurableWriterStats>;
   /**
@@ -135,6 +138,7 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     keys,
     logger,
     compactor,
+    memory: ledger.states.memory,
     ready,
     fetch: async (request) => {
       await ready;

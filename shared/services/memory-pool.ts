@@ -147,6 +147,11 @@ export class MemoryPool {
     };
   }
 
+  /** Starts the peak over from what is held now (a benchmark's phases). */
+  resetPeak(): void {
+    this.#peak = this.#requests + this.#cachesHeld();
+  }
+
   /** A new request's account (end it when the request is over). */
   open(): MemoryAccount {
     const account = new MemoryAccount(this);
