@@ -160,8 +160,8 @@ describe('long strings', () => {
     const ok = stored(`"${'a'.repeat(STRING_PAGE)}${'b'.repeat(1000)}"`);
     expect((await readValue(ok.hash, ok.store.source)).node.value).toHaveLength(STRING_PAGE + 1000);
     for (const at of [STRING_PAGE - 8, STRING_PAGE - 4, STRING_PAGE - 3, STRING_PAGE - 1, 1000]) {
-      for (const escape of ['\\u0061', '\\ud83d\\ude42']) {
-        const text = `"${'a'.repeat(at - 1)}${escape}${'b'.repeat(STRING_PAGE)}"`;
+      for (const spelled of ['\\u0061', '\\ud83d\\ude42']) {
+        const text = `"${'a'.repeat(at - 1)}${spelled}${'b'.repeat(STRING_PAGE)}"`;
         const bad = stored(text);
         await expect(
           readValue(bad.hash, bad.store.source, { pause: () => undefined }),

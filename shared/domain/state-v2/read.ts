@@ -271,11 +271,11 @@ const safeCut = (text: string): number => {
   let safe = 0;
   for (let i = 0; i < text.length; ) {
     const c = text.charCodeAt(i);
-    const escape = c === 0x5c ? (text.charCodeAt(i + 1) === 0x75 ? 6 : 2) : 0;
-    const length = escape || 1;
+    const escaped = c === 0x5c ? (text.charCodeAt(i + 1) === 0x75 ? 6 : 2) : 0;
+    const length = escaped || 1;
     if (i + length > text.length) break;
     i += length;
-    if (escape !== 6 && !(escape === 0 && c >= 0xd800 && c <= 0xdbff)) safe = i;
+    if (escaped !== 6 && !(escaped === 0 && c >= 0xd800 && c <= 0xdbff)) safe = i;
   }
   return safe;
 };
