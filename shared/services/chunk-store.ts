@@ -142,8 +142,9 @@ export class ChunkStore {
 
   /**
    * A source for readState: cache first, else one GET. Fetched bytes are kept in `fetched`
-   * and enter the cache only through `remember`, after the read verified them. Each fetch
-   * takes a turn of the event loop when the slice is spent (loop-turns.ts), before and after.
+   * and enter the cache only through `remember`, after the read verified them. Each fetch is
+   * a step of the event loop's pacer (loop-turns.ts): it waits for a turn when the slice is
+   * spent.
    */
   source(tenant: string, fetched?: Map<string, Uint8Array>): ChunkSource {
     const { cache, objects, pacer } = this.#o;

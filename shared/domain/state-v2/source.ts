@@ -109,3 +109,25 @@ export const boundedSource = (source: ChunkSource, limit: number): ChunkSource =
     }
   };
 };
+
+/** Entries of a container decoded at once between two `pause` calls. */
+const BATCH = 16;
+
+/**
+ * `run` over every item, all at once; with `ctx.pause`, BATCH at a time with a pause after
+ * each batch, so that chunks served from memory never make one long turn of the whole tree
+ * (a batch keeps BATCH fetches in flight for chunks that are not).
+ */
+export const inBatches = async <T, R>(
+  ctx: Context,
+  items: readonly T[],
+  run: (item: T) => R | Promise<R>,
+): Promise<R[]> => {
+  if (!ctx.pause) return Promise.all(items.map(run));
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += BATCH) {
+    out.push(...(await Promise.all(items.slice(i, i + BATCH).map(run))));
+    for (let turn = ctx.pause(); turn; turn = ctx.pause()) await turn;
+  }
+  return out;
+};
