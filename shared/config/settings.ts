@@ -88,9 +88,9 @@ export interface WorkSettings {
 }
 
 /**
- * Runtime, code, sockets and buffers (an idle embedded server: ~150 MiB RSS), and the heap the
- * GC has not given back yet: what the memory pool does not lend (bench/work-budgets.ts: four
- * reads of a 64 MiB state at once, ~780 MB by memoryOf, peaked at 940-1,010 MiB RSS).
+ * Runtime, code, sockets and buffers (an idle embedded server: ~150 MiB RSS), and some of the
+ * heap the GC has not given back yet: what the memory pool does not lend (docs/state-v2.md,
+ * "Limits": RSS runs above what the pool lends by these, as bench/work-budgets.ts shows).
  */
 export const RUNTIME_RESERVE_MIB = 256;
 
