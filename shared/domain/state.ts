@@ -37,6 +37,12 @@ export interface DeltaPayload {
   meta?: JsonValue;
   /** The label of the checkpoint this one continues. */
   parentLabel?: string;
+  /** A labelled delta's pending writes are bound once it is left (frozen-writes.ts). */
+  writesBound?: true;
+  /** The label of the checkpoint this delta moved the head's state off (its writes freeze). */
+  leaves?: string;
+  /** The digest of the writes of the checkpoint the previous state left (frozen then). */
+  pendingWrites?: { label: string; digest: string };
 }
 
 export interface ForkPayload {

@@ -269,10 +269,11 @@ export const VerifyResult = z
           'value',
           'checkpoint',
           'pending-writes',
+          'effect',
         ])
         .openapi({
           description:
-            'What failed: a segment, the head, a base snapshot, a fork’s origin, a chunk of a value set by ref, a checkpoint’s list entry or label, a label’s pending writes',
+            'What failed: a segment, the head, a base snapshot, a fork’s origin, a chunk of a value set by ref, a checkpoint’s list entry or label, a label’s pending writes, a finished effect’s record',
         }),
       seq: Seq.openapi({
         description:

@@ -145,6 +145,8 @@ export type CommitSegment = Pick<
     deltaSeqs: number[];
     /** Its labelled delta events (commit-extras.ts labelledOf). */
     labelled?: Array<{ seq: number; type: string; payload: () => unknown }>;
+    /** Its events that bind pending writes (commit-extras.ts bindingsOf). */
+    bindings?: Array<{ seq: number; type: string; payload: () => unknown }>;
     /** Chain hashes of its events in seq order: the tree's new leaves. */
     hashes: string[];
     size: number;

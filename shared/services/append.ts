@@ -32,7 +32,13 @@ import {
   stateEffect,
 } from './append-model.js';
 import { headItem, headMismatch, isStrandedOrphan } from './chain-head.js';
-import { chainEndCheck, commitExtras, deltaSeqsOf, labelledOf } from './commit-extras.js';
+import {
+  bindingsOf,
+  chainEndCheck,
+  commitExtras,
+  deltaSeqsOf,
+  labelledOf,
+} from './commit-extras.js';
 import { replayedResponse, storedReceipt } from './idem-receipt.js';
 import { toHead, toIdempotency, toSegmentIndex } from './layout.js';
 import { barOrphanWriter, isRefused, markRefused, notRefusedCheck } from './lease-orphans.js';
@@ -236,6 +242,7 @@ export class Appender {
       const extra = {
         deltaSeqs: deltaSeqsOf(batch),
         labelled: labelledOf(batch),
+        bindings: bindingsOf(batch),
         size: body.length,
         ttlMs: req.ttlMs,
         hashes: events.map((e) => e.hash),
@@ -442,6 +449,7 @@ export class Appender {
     const extra = {
       deltaSeqs: deltaSeqsOf(batch),
       labelled: labelledOf(batch),
+      bindings: bindingsOf(batch),
       size: stored.body.length,
       ttlMs,
       hashes: events.map((e) => e.hash),
@@ -525,6 +533,7 @@ export class Appender {
       lastSeq: segment.lastSeq,
       deltaSeqs: segment.deltaSeqs,
       labelled: segment.labelled,
+      bindings: segment.bindings,
       ttlMs: segment.ttlMs,
     });
     const depth: Record<string, number> =

@@ -6,6 +6,7 @@ import {
   SeqConflictError,
   StreamExistsError,
 } from '../domain/errors.js';
+import type { WritesBinding } from '../domain/pending-writes.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import {
   DELTA_EVENT,
@@ -30,7 +31,7 @@ import {
 } from '../domain/state-v2/index.js';
 import type { Appender, ChainHead } from './append.js';
 import type { CheckpointLabels } from './labels.js';
-import type { AppendResponse } from './layout.js';
+import type { AppendResponse, HeadRecord } from './layout.js';
 import type { MemoryAccount, MemoryPool, Reclaimable } from './memory-pool.js';
 import type { Reader } from './reader.js';
 import type { StateStore } from './state.js';
@@ -67,6 +68,17 @@ import { WorkingState } from './working-state.js';
  *   written). Base snapshots keep v1's cadence (every K deltas) until state v2 moves it to
  *   depth; hydration follows baseSeq links either way (state.ts).
  */
+
+/** Appends a binding checkpoint tries before giving up (each on a head that moved). */
+const MAX_BINDING_ATTEMPTS = 16;
+
+/** What a checkpoint does to pending writes (frozen-writes.ts). */
+export interface WritesStep {
+  /** The label of the checkpoint it leaves: their writes freeze. */
+  leaves?: string;
+  /** The binding of the writes of the checkpoint frozen before. */
+  binding?: WritesBinding;
+}
 
 export interface CheckpointRequest {
   tenant: string;
@@ -217,6 +229,13 @@ export interface CheckpointerOptions {
   states: StateStore;
   reader: Reader;
   labels: CheckpointLabels;
+  /**
+   * The checkpoint a commit leaves (its writes freeze) and the binding of the one left before
+   * (frozen-writes.ts); none: writes are not bound (unit tests of checkpoints alone).
+   */
+  writes?: {
+    prepare(tenant: string, stream: string, head: HeadRecord): Promise<WritesStep>;
+  };
   cache?: StateCache;
   /** Called when a base snapshot could not be written (the request still succeeds). */
   onSnapshotError?: (err: unknown) => void;
@@ -259,6 +278,12 @@ export class Checkpointer {
           memory: req.memory,
         })
       : undefined;
+    // What the commit does to pending writes: read meanwhile (frozen-writes.ts).
+    const writes =
+      this.#o.writes && head.exists
+        ? this.#o.writes.prepare(req.tenant, req.stream, head)
+        : undefined;
+    writes?.catch(() => {}); // awaited by the commit; a checkpoint refused before leaves it
     const from = linear ? await this.#headState(req, head) : await this.#branchBase(req, head);
     // The state and everything the ops set are held at once while the ops apply.
     checkBudget(
@@ -272,20 +297,12 @@ export class Checkpointer {
     if (req.stateDigest !== undefined && req.stateDigest !== stateDigest) {
       throw new DivergenceError('stateDigest is not what the ops yield', head.seq + 1, stateDigest);
     }
-    const payload = this.#payload(req, stateDigest, from.depth, linear ? head.deltas + 1 : 0);
     // The stream's references to its values, only now that the checkpoint is known good, and
     // taken back if its commit does not happen (values.ts hold).
     const held = measured ? await states.values.hold(req.tenant, req.stream, measured) : undefined;
     let outcome: Awaited<ReturnType<Appender['append']>>;
     try {
-      outcome = await appender.append({
-        ...base,
-        events: [{ type: DELTA_EVENT, payload: payload as never }],
-        expectedStateDigest: linear ? req.baseDigest : undefined,
-        knownHead: head,
-        incarnation: req.incarnation,
-        fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
-      });
+      outcome = await this.#commit(req, head, linear, stateDigest, from.depth, writes);
     } catch (err) {
       await held?.release();
       throw err;
@@ -316,6 +333,59 @@ export class Checkpointer {
     cache.put(req.tenant, req.stream, stateDigest, next, req.memory);
     const { treeHead, incarnation } = outcome.response;
     return { seq: outcome.response.lastSeq, stateDigest, replayed: false, treeHead, incarnation };
+  }
+
+  /**
+   * The append. A checkpoint leaving a labelled checkpoint freezes its writes, and binds those
+   * of the checkpoint left before (frozen-writes.ts): their digest is read for this head, so
+   * the delta is committed exactly at its seq + 1, else digested again on the head as it is
+   * then (a linear checkpoint whose base state moved meanwhile diverged).
+   */
+  async #commit(
+    req: CheckpointRequest,
+    first: ChainHead,
+    linear: boolean,
+    stateDigest: string,
+    depth: number,
+    prepared: Promise<WritesStep> | undefined,
+  ): Promise<Awaited<ReturnType<Appender['append']>>> {
+    const { appender, writes } = this.#o;
+    let head = first;
+    for (let attempt = 1; ; attempt++) {
+      const step: WritesStep =
+        attempt === 1
+          ? ((await prepared) ?? {})
+          : writes && head.exists
+            ? await writes.prepare(req.tenant, req.stream, head)
+            : {};
+      // What it freezes and binds was read for this head: committed right after it or not
+      // (a branch too: nothing else keeps the head's state from moving meanwhile).
+      const exact =
+        step.leaves !== undefined ||
+        step.binding !== undefined ||
+        (!linear && writes !== undefined);
+      const payload = this.#payload(req, stateDigest, depth, linear ? head.deltas + 1 : 0, step);
+      try {
+        return await appender.append({
+          tenant: req.tenant,
+          stream: req.stream,
+          idempotency: req.idempotency,
+          events: [{ type: DELTA_EVENT, payload: payload as never }],
+          expectedStateDigest: linear ? req.baseDigest : undefined,
+          ...(exact ? { expectedSeq: head.seq } : {}),
+          // The head read before the idempotency record (the order storedResult needs).
+          ...(attempt === 1 ? { knownHead: head } : {}),
+          incarnation: req.incarnation,
+          fence: req.fence === undefined ? undefined : { epoch: req.fence, checkpoint: true },
+        });
+      } catch (err) {
+        if (!(exact && err instanceof SeqConflictError) || attempt >= MAX_BINDING_ATTEMPTS) {
+          throw err;
+        }
+        head = await appender.readHead(req.tenant, req.stream);
+        appender.checkLife(req, head);
+      }
+    }
   }
 
   /** The head's state, for a linear checkpoint (the divergence trap on the head digest). */
@@ -371,10 +441,18 @@ export class Checkpointer {
     return { state: hydrated.working, depth: hydrated.depth };
   }
 
-  /** The event payload: v1 unless the request uses a v2 field. */
-  #payload(req: CheckpointRequest, stateDigest: string, baseDepth: number, deltasAfter: number) {
+  /** The event payload: v1 unless the request uses a v2 field (or binds writes). */
+  #payload(
+    req: CheckpointRequest,
+    stateDigest: string,
+    baseDepth: number,
+    deltasAfter: number,
+    writes: WritesStep,
+  ) {
     const v1: DeltaPayload = { ops: req.ops, baseDigest: req.baseDigest, stateDigest };
     const v2 =
+      writes.leaves !== undefined ||
+      writes.binding !== undefined ||
       hasRefs(req.ops) ||
       req.baseSeq !== undefined ||
       req.label !== undefined ||
@@ -392,6 +470,10 @@ export class Checkpointer {
       ...(req.label === undefined ? {} : { label: req.label }),
       ...(req.meta === undefined ? {} : { meta: req.meta }),
       ...(req.parentLabel === undefined ? {} : { parentLabel: req.parentLabel }),
+      // Its own writes are bound once it is left (frozen-writes.ts).
+      ...(req.label !== undefined && this.#o.writes ? { writesBound: true as const } : {}),
+      ...(writes.leaves === undefined ? {} : { leaves: writes.leaves }),
+      ...(writes.binding ? { pendingWrites: writes.binding } : {}),
     } satisfies DeltaPayload;
   }
 

@@ -3,7 +3,9 @@ import { DELTA_EVENT } from '../domain/state.js';
 import type { JsonValue, TransactOp } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
 import { labelOps } from './labels.js';
+import { bindingOps } from './pending-writes.js';
 import { baseDueKey, dueKey, markerKey, segmentIndexKey, streamIndexKey } from './storage-keys.js';
+import { bindingOf, leavesOf } from './writes-binding.js';
 
 /**
  * What an append's commit transaction writes for compaction and retention, besides the head,
@@ -21,6 +23,10 @@ import { baseDueKey, dueKey, markerKey, segmentIndexKey, streamIndexKey } from '
  *   stream's record in its tenant's stream index (stream-list.ts).
  * - a labelled delta puts its checkpoint label (`notExists`: unique in the stream) and list
  *   records (labels.ts), and the head counts `labels`.
+ * - a delta leaving a labelled checkpoint freezes its writes (`writesFrozen` on its label
+ *   record); an event binding a checkpoint's writes (a delta's `pendingWrites`, a
+ *   `hefesto.writes` event) sets that label record's `writesSeq`, and the event's writes are
+ *   put (pending-writes.ts bindingOps).
  */
 
 export interface CommitExtrasOptions {
@@ -63,6 +69,13 @@ export const labelledOf = (events: BatchEvent[]): BatchEvent[] =>
       typeof (e.payload() as { label?: unknown } | null)?.label === 'string',
   );
 
+/** The events of a batch that freeze or bind a checkpoint's pending writes (writes-binding.ts). */
+export const bindingsOf = (events: BatchEvent[]): BatchEvent[] =>
+  events.filter((e) => {
+    const event = { type: e.type, payload: e.payload() };
+    return bindingOf(event) !== undefined || leavesOf(event) !== undefined;
+  });
+
 export const commitExtras = (
   options: CommitExtrasOptions,
   at: {
@@ -75,6 +88,8 @@ export const commitExtras = (
     deltaSeqs: number[];
     /** The batch's delta events that carry a label (labelledOf). */
     labelled?: BatchEvent[];
+    /** The batch's events that bind pending writes (bindingsOf). */
+    bindings?: BatchEvent[];
     /** The request's TTL, used only when this commit creates the stream. */
     ttlMs?: number;
   },
@@ -105,6 +120,7 @@ export const commitExtras = (
     fields.labels = (head.exists ? (head.labels ?? 0) : 0) + labelPuts.size;
     ops.push(...labelled);
   }
+  ops.push(...bindingOps(tenant, stream, at.bindings ?? []));
   if (!head.exists) {
     ops.push({ kind: 'put', item: { ...streamIndexKey(tenant, stream), createdAt: now } });
   }

@@ -3,10 +3,15 @@ import { ConflictError, StreamNotFoundError } from '../domain/errors.js';
 import { sha256Hex } from '../domain/hashing.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { Appender } from './append.js';
+import { effectEventPayload } from './effect-binding.js';
 import { EFFECT_COMPLETED, EFFECT_FAILED, type EffectRecord } from './effect-model.js';
 import { toIdempotency } from './layout.js';
 import type { Reader } from './reader.js';
-import { effectRecordKey, legacyIdempotencyKey, serviceIdempotencyKey } from './storage-keys.js';
+import {
+  effectEventIdempotencyKey,
+  effectRecordKey,
+  legacyIdempotencyKey,
+} from './storage-keys.js';
 
 /**
  * The ledger event of a finished effect (hefesto.effect.completed / failed), written once.
@@ -76,23 +81,18 @@ export class EffectEvents {
     effect: EffectRecord,
     fence?: number,
   ): Promise<number> {
-    const completed = effect.status === 'completed';
     const outcome = await this.#o.appender.append({
       tenant,
       stream,
       events: [
         {
           type: typeOf(effect),
-          payload: {
-            effectKey: effect.effectKey,
-            kind: effect.kind,
-            sagaId: effect.sagaId,
-            ...(completed ? { result: effect.result } : { error: effect.error }),
-          },
+          // Everything a read serves of the finished effect (effect-binding.ts).
+          payload: effectEventPayload(effect),
         },
       ],
       idempotency: {
-        key: serviceIdempotencyKey(`effect#${effect.status}#${effect.effectKey}`),
+        key: effectEventIdempotencyKey(effect.status, effect.effectKey),
         digest: digestOf(effect),
       },
       fence: fence === undefined ? undefined : { epoch: fence, checkpoint: false },

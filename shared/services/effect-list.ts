@@ -2,7 +2,10 @@ import type { JsonValue } from '../domain/canonical.js';
 import { StreamNotFoundError } from '../domain/errors.js';
 import type { Clock } from '../ports/clock.js';
 import type { RecordStore } from '../ports/record-store.js';
+import { mapLimit } from './compact-types.js';
+import { checkEffect, floorOf } from './effect-binding.js';
 import { toEffect } from './effect-model.js';
+import type { Reader } from './reader.js';
 import { EFFECT_PREFIX, headKey, streamPk } from './storage-keys.js';
 
 /**
@@ -40,10 +43,16 @@ export interface EffectListPage {
 export class EffectList {
   readonly #records: RecordStore;
   readonly #clock: Clock;
+  readonly #reader: Reader | undefined;
 
-  constructor(options: { records: RecordStore; clock: Clock }) {
+  /**
+   * `reader`: every finished effect listed is checked against its ledger event first
+   * (effect-binding.ts); without one (tests of the records alone), served as stored.
+   */
+  constructor(options: { records: RecordStore; clock: Clock; reader?: Reader }) {
     this.#records = options.records;
     this.#clock = options.clock;
+    this.#reader = options.reader;
   }
 
   async list(
@@ -59,6 +68,20 @@ export class EffectList {
       after: req.after === undefined ? undefined : `${EFFECT_PREFIX}${req.after}`,
       limit: req.limit,
     });
+    const reader = this.#reader;
+    if (reader) {
+      const floor = floorOf(head);
+      await mapLimit(page.items, 8, (item) =>
+        checkEffect(
+          reader,
+          tenant,
+          stream,
+          toEffect(item),
+          floor,
+          item.sk.slice(EFFECT_PREFIX.length),
+        ),
+      );
+    }
     const now = this.#clock.now();
     const effects = page.items.map((item): ListedEffect => {
       const e = toEffect(item);

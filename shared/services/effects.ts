@@ -9,14 +9,18 @@ import type { Clock, IdSource } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { Appender } from './append.js';
 import { liveHeadCheck } from './chain-head.js';
+import { mapLimit } from './compact-types.js';
+import { badEffect, checkEffect, floorOf } from './effect-binding.js';
 import { EffectEvents } from './effect-events.js';
 import { type EffectRecord, type EffectStatus, toEffect } from './effect-model.js';
 import { fenceError, leaseGuard } from './leases.js';
 import type { Reader } from './reader.js';
 import {
   EFFECT_PREFIX,
+  effectEventIdempotencyKey,
   effectRecordKey as effectKeyOf,
   headKey,
+  idempotencyRecordKey,
   streamPk,
 } from './storage-keys.js';
 
@@ -131,16 +135,50 @@ export class EffectService {
     const leaseMs = req.leaseMs ?? this.#o.leaseMs;
     for (let attempt = 0; attempt < 5; attempt++) {
       const now = clock.now();
-      // Read together: the head's incarnation goes on the record and into the write's check.
-      const [current, head] = await Promise.all([
+      // Read together: the head's incarnation goes on the record and into the write's check;
+      // the keys of the effect's ledger events say whether it was finished (effect-binding.ts).
+      const [current, head, ...events] = await Promise.all([
         this.get(req.tenant, req.stream, req.effectKey),
         this.#o.records.get(headKey(req.tenant, req.stream)),
+        ...(['completed', 'failed'] as const).map((status) =>
+          this.#o.records.get(
+            idempotencyRecordKey(
+              req.tenant,
+              req.stream,
+              '',
+              effectEventIdempotencyKey(status, req.effectKey),
+            ),
+          ),
+        ),
       ]);
       if (head?.status !== undefined) throw new StreamNotFoundError(req.stream);
+      const ended = events.find((e) => e !== undefined);
+      if (!current && ended) {
+        // Its event was written, its record is gone: never run it again.
+        const seq = Number((ended.body as { firstSeq?: unknown } | undefined)?.firstSeq ?? 0);
+        throw badEffect(seq, req.effectKey, 'it was finished but its record is gone');
+      }
+      if (current && current.effectKey !== req.effectKey) {
+        // Another effect's record under this key: nothing of it is served (effect-binding.ts).
+        throw badEffect(
+          current.eventSeq ?? 0,
+          req.effectKey,
+          `its record is ${current.effectKey}'s`,
+        );
+      }
       if (current && !sameEffect(current, req)) throw new EffectMismatchError(req.effectKey);
       const incarnation = typeof head?.incarnation === 'string' ? head.incarnation : undefined;
       if (current?.status === 'completed' || current?.status === 'failed') {
-        await this.#events.ensure(req.tenant, req.stream, current, req.fence);
+        const finished = await this.#events.ensure(req.tenant, req.stream, current, req.fence);
+        // The stored outcome is served only as its event committed it (effect-binding.ts).
+        await checkEffect(
+          this.#o.reader,
+          req.tenant,
+          req.stream,
+          finished,
+          floorOf(head),
+          req.effectKey,
+        );
         return current.status === 'completed'
           ? { status: 'completed', effectKey: req.effectKey, result: current.result ?? null }
           : { status: 'failed', effectKey: req.effectKey, error: current.error ?? null };
@@ -276,6 +314,7 @@ export class EffectService {
   /** Completed effects of a saga that registered a compensation, latest first. */
   async compensable(tenant: string, stream: string, sagaId: string): Promise<EffectRecord[]> {
     const out: EffectRecord[] = [];
+    const keys = new Map<EffectRecord, string>();
     let after: string | undefined;
     do {
       const page = await this.#o.records.query(streamPk(tenant, stream), {
@@ -290,11 +329,17 @@ export class EffectService {
           e.status === 'completed' &&
           e.compensation !== null &&
           !e.effectKey.startsWith('compensate:')
-        )
+        ) {
           out.push(e);
+          keys.set(e, item.sk.slice(EFFECT_PREFIX.length));
+        }
       }
       after = page.next;
     } while (after !== undefined);
+    const head = await this.#o.records.get(headKey(tenant, stream));
+    await mapLimit(out, 8, (e) =>
+      checkEffect(this.#o.reader, tenant, stream, e, floorOf(head), keys.get(e)),
+    );
     return out.sort(
       (a, b) => (b.finishedAt ?? 0) - (a.finishedAt ?? 0) || (a.effectKey < b.effectKey ? 1 : -1),
     );

@@ -54,6 +54,7 @@ export interface CheckpointEntry {
 interface LabelledPayload {
   stateDigest?: unknown;
   label?: unknown;
+  leaves?: unknown;
   meta?: JsonValue;
   parentLabel?: unknown;
   baseSeq?: unknown;
@@ -121,6 +122,8 @@ export const labelOps = (
         stateDigest: p.stateDigest,
         ...shared,
         ...optional({ parentSeq: typeof p.baseSeq === 'number' ? p.baseSeq : undefined }),
+        // The checkpoint it left, whose writes the next commit binds (frozen-writes.ts).
+        ...optional({ leaves: typeof p.leaves === 'string' ? p.leaves : undefined }),
         createdAt: now,
       },
     });

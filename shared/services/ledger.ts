@@ -7,6 +7,7 @@ import { Checkpointer, StateCache } from './checkpoint.js';
 import { Drainer } from './drain.js';
 import { EffectList } from './effect-list.js';
 import { EffectService } from './effects.js';
+import { FrozenWrites } from './frozen-writes.js';
 import { CheckpointLabels } from './labels.js';
 import { LeaseService } from './leases.js';
 import { PendingWrites } from './pending-writes.js';
@@ -107,11 +108,17 @@ export class Ledger {
       pacer,
     });
     this.labels = new CheckpointLabels(deps.records, this.reader);
+    const frozenWrites = new FrozenWrites({
+      ...deps,
+      reader: this.reader,
+      appender: this.appender,
+    });
     this.pendingWrites = new PendingWrites({
       ...deps,
       reader: this.reader,
       chunks: this.states.chunks,
       maxValueBytes,
+      late: frozenWrites,
     });
     this.streamList = new StreamList(deps);
     this.streamDeleter = new StreamDeleter(deps);
@@ -120,6 +127,7 @@ export class Ledger {
       states: this.states,
       reader: this.reader,
       labels: this.labels,
+      writes: frozenWrites,
       onSnapshotError,
       ...(stateCache
         ? { cache: stateCache }
@@ -142,6 +150,6 @@ export class Ledger {
       appender: this.appender,
       reader: this.reader,
     });
-    this.effectList = new EffectList(deps);
+    this.effectList = new EffectList({ ...deps, reader: this.reader });
   }
 }

@@ -1,12 +1,15 @@
 import type { JsonValue } from '../domain/canonical.js';
-import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js';
+import { ConflictError, InvalidInputError, NotFoundError, PrunedError } from '../domain/errors.js';
+import { WRITES_EVENT, type WritesPayload } from '../domain/pending-writes.js';
 import { MAX_VALUE_BYTES, verifyChunk } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
-import type { Item, RecordStore } from '../ports/record-store.js';
+import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 import type { ChunkStore } from './chunk-store.js';
+import type { HeadRecord } from './layout.js';
 import { fenceError, leaseGuard } from './leases.js';
 import type { Reader } from './reader.js';
 import { labelKey, pad16, pendingWriteSk, streamPk, writesPrefix } from './storage-keys.js';
+import { bindingOf, checkWrites, leavesOf } from './writes-binding.js';
 
 /**
  * Pending writes attached to a checkpoint label (LangGraph's `putWrites`): the writes of the
@@ -42,6 +45,13 @@ import { labelKey, pad16, pendingWriteSk, streamPk, writesPrefix } from './stora
  * root chunk must be stored and be that chunk (else 400, nothing written). The record keeps
  * the ref; a read answers it as sent, and the client reads the value from the chunks,
  * checking each against its hash (a large value never travels inside one request or answer).
+ *
+ * Bound to the chain (frozen-writes.ts, docs/ledger-format.md "Pending writes"): the commit
+ * that moves the head's state off a labelled checkpoint freezes it (`writesFrozen` on its
+ * label record) and the next commit commits the digest of its writes; a write takes the
+ * direct path above only while its label record is not frozen (a condition of its
+ * transaction), and a write to a frozen checkpoint is a `hefesto.writes` event whose commit
+ * writes the records. `list` checks what it serves against the binding (writes-binding.ts).
  */
 
 export const MAX_TASK_BYTES = 200;
@@ -98,6 +108,123 @@ const toWrite = (item: Item): PendingWrite => ({
       }),
 });
 
+/** A write's record (the direct path, and the commit of a `hefesto.writes` event). */
+export const writeItem = (
+  tenant: string,
+  stream: string,
+  label: string,
+  task: { taskId: string; taskPath: string },
+  w: PendingWriteInput,
+): Item => ({
+  pk: streamPk(tenant, stream),
+  sk: pendingWriteSk(label, task.taskPath, task.taskId, w.idx),
+  taskId: task.taskId,
+  taskPath: task.taskPath,
+  idx: w.idx,
+  channel: w.channel,
+  ...(w.ref
+    ? { refHash: w.ref.hash, refSize: w.ref.size }
+    : { valueJson: JSON.stringify(w.value) }),
+});
+
+/**
+ * The writes of `label` among its records, in (task path, task id, idx) order, one per key:
+ * code-point order of the keys' parts (hex of UTF-8 sorts like the bytes), and of a write
+ * stored under both keys the one stored first for idx >= 0, the newer for negative idx.
+ */
+export const mergeWrites = (items: readonly Item[], label: string): PendingWrite[] => {
+  const found = items.map((item) => {
+    const write = toWrite(item);
+    return { write, key: sortKey(write), old: isOldKey(item.sk, label) };
+  });
+  found.sort((a, b) =>
+    a.key < b.key ? -1 : a.key > b.key ? 1 : a.old === b.old ? 0 : a.old ? -1 : 1,
+  );
+  const out: PendingWrite[] = [];
+  for (let i = 0; i < found.length; i++) {
+    const f = found[i] as (typeof found)[number];
+    const next = found[i + 1];
+    if (next?.key === f.key) {
+      out.push(f.write.idx >= 0 ? f.write : next.write);
+      i++;
+      continue;
+    }
+    out.push(f.write);
+  }
+  return out;
+};
+
+/** Every stored write of the label, merged (as stored: not checked). */
+export const readWrites = async (
+  records: RecordStore,
+  tenant: string,
+  stream: string,
+  label: string,
+): Promise<PendingWrite[]> => {
+  const items: Item[] = [];
+  let after: string | undefined;
+  do {
+    const page = await records.query(streamPk(tenant, stream), {
+      skPrefix: writesPrefix(label),
+      after,
+      limit: 1000,
+    });
+    items.push(...page.items);
+    after = page.next;
+  } while (after !== undefined);
+  return mergeWrites(items, label);
+};
+
+/**
+ * What the commit of an event freezing or binding writes (commit-extras.ts), from its payload
+ * alone, so a writer rolling the segment forward writes the same: `writesFrozen` on the label
+ * record of the checkpoint a delta leaves, `writesSeq` on the one whose writes it binds, and
+ * for a `hefesto.writes` event its writes' records.
+ */
+export const bindingOps = (
+  tenant: string,
+  stream: string,
+  events: ReadonlyArray<{ seq: number; type: string; payload: () => unknown }>,
+): TransactOp[] => {
+  const ops: TransactOp[] = [];
+  for (const event of events) {
+    const payload = event.payload();
+    const leaves = leavesOf({ type: event.type, payload });
+    if (leaves !== undefined) {
+      ops.push({
+        kind: 'update',
+        key: labelKey(tenant, stream, leaves),
+        update: { set: { writesFrozen: event.seq } },
+      });
+    }
+    const binding = bindingOf({ type: event.type, payload });
+    if (!binding) continue;
+    if (event.type === WRITES_EVENT) {
+      const p = payload as WritesPayload;
+      for (const w of Array.isArray(p.writes) ? p.writes : []) {
+        ops.push({ kind: 'put', item: writeItem(tenant, stream, binding.label, p, w) });
+      }
+    }
+    ops.push({
+      kind: 'update',
+      key: labelKey(tenant, stream, binding.label),
+      update: { set: { writesSeq: event.seq } },
+    });
+  }
+  return ops;
+};
+
+/** Where writes to a frozen checkpoint go (frozen-writes.ts); answers how many it stored. */
+export interface LateWrites {
+  append(
+    tenant: string,
+    stream: string,
+    label: string,
+    task: { taskId: string; taskPath: string; writes: PendingWriteInput[] },
+    fence?: number,
+  ): Promise<number>;
+}
+
 export class PendingWrites {
   constructor(
     readonly deps: {
@@ -107,6 +234,8 @@ export class PendingWrites {
       /** The tenant's chunks, for writes by ref (none: such a write is refused). */
       chunks?: ChunkStore;
       maxValueBytes?: number;
+      /** Writes to frozen checkpoints (none: refused with 409, for tests of the records). */
+      late?: LateWrites;
     },
   ) {}
 
@@ -129,12 +258,16 @@ export class PendingWrites {
     }
   }
 
-  /** The stream must exist (not deleted) and hold the label. */
-  async #checkLabel(tenant: string, stream: string, label: string): Promise<void> {
-    await this.deps.reader.head(tenant, stream);
-    if (!(await this.deps.records.get(labelKey(tenant, stream, label)))) {
-      throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
-    }
+  /** The stream must exist (not deleted) and hold the label: its head and label record. */
+  async #checkLabel(
+    tenant: string,
+    stream: string,
+    label: string,
+  ): Promise<{ head: HeadRecord; record: Item }> {
+    const head = await this.deps.reader.head(tenant, stream);
+    const record = await this.deps.records.get(labelKey(tenant, stream, label));
+    if (!record) throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+    return { head, record };
   }
 
   async put(
@@ -156,78 +289,83 @@ export class PendingWrites {
         throw new InvalidInputError(`write ${w.idx} takes exactly one of value and ref`);
       }
     }
-    await this.#checkLabel(tenant, stream, label);
+    const { record } = await this.#checkLabel(tenant, stream, label);
     for (const w of task.writes) if (w.ref) await this.#holdRef(tenant, stream, w.idx, w.ref);
-    const { records } = this.deps;
-    const pk = streamPk(tenant, stream);
-    const outcomes = await Promise.all(
-      task.writes.map(async (w) => {
-        const item: Item = {
-          pk,
-          sk: pendingWriteSk(label, task.taskPath, task.taskId, w.idx),
-          taskId: task.taskId,
-          taskPath: task.taskPath,
-          idx: w.idx,
-          channel: w.channel,
-          ...(w.ref
-            ? { refHash: w.ref.hash, refSize: w.ref.size }
-            : { valueJson: JSON.stringify(w.value) }),
-        };
-        const now = this.deps.clock.now();
-        const guard = leaseGuard(
-          tenant,
-          stream,
-          fence === undefined ? undefined : { epoch: fence, checkpoint: false },
-          now,
+    const frozen = record.writesFrozen !== undefined;
+    const outcomes = frozen
+      ? task.writes.map(() => 'frozen' as const)
+      : await Promise.all(
+          task.writes.map((w) => this.#putOne(tenant, stream, label, task, w, fence)),
         );
-        const conditions = w.idx < 0 ? [] : [{ op: 'notExists' as const }];
-        try {
-          await records.transact([{ kind: 'put', item, conditions }, guard]);
-          return 1;
-        } catch (err) {
-          if (!(err instanceof ConflictError)) throw err;
-          if (err.index === 1)
-            throw fenceError(err.current as Item | undefined, { epoch: fence }, now);
-          return 0; // written before: insert-once
-        }
-      }),
-    );
-    return { written: outcomes.reduce<number>((a, b) => a + b, 0) };
+    const late = task.writes.filter((_, i) => outcomes[i] === 'frozen');
+    let written = outcomes.filter((o) => o === 1).length;
+    if (late.length > 0) {
+      if (!this.deps.late) throw new ConflictError(`checkpoint ${label} is frozen`);
+      written += await this.deps.late.append(
+        tenant,
+        stream,
+        label,
+        { ...task, writes: late },
+        fence,
+      );
+    }
+    return { written };
   }
 
-  /** Every pending write of the label, in (task path, task id, idx) order. */
-  async list(tenant: string, stream: string, label: string): Promise<PendingWrite[]> {
-    await this.#checkLabel(tenant, stream, label);
-    const found: Array<{ write: PendingWrite; key: string; old: boolean }> = [];
-    let after: string | undefined;
-    do {
-      const page = await this.deps.records.query(streamPk(tenant, stream), {
-        skPrefix: writesPrefix(label),
-        after,
-        limit: 1000,
-      });
-      for (const item of page.items) {
-        const write = toWrite(item);
-        found.push({ write, key: sortKey(write), old: isOldKey(item.sk, label) });
-      }
-      after = page.next;
-    } while (after !== undefined);
-    // Code-point order of the keys' parts (hex of UTF-8 sorts like the bytes), then one write
-    // per key: the one stored first for idx >= 0, the newer for negative idx.
-    found.sort((a, b) =>
-      a.key < b.key ? -1 : a.key > b.key ? 1 : a.old === b.old ? 0 : a.old ? -1 : 1,
+  /**
+   * The direct path: one transaction of the write's put, the lease guard and the label
+   * record not frozen. 1: written; 0: written before (insert-once); 'frozen': a commit left
+   * the checkpoint meanwhile, the write goes through the ledger.
+   */
+  async #putOne(
+    tenant: string,
+    stream: string,
+    label: string,
+    task: { taskId: string; taskPath: string },
+    w: PendingWriteInput,
+    fence?: number,
+  ): Promise<0 | 1 | 'frozen'> {
+    const now = this.deps.clock.now();
+    const guard = leaseGuard(
+      tenant,
+      stream,
+      fence === undefined ? undefined : { epoch: fence, checkpoint: false },
+      now,
     );
-    const out: PendingWrite[] = [];
-    for (let i = 0; i < found.length; i++) {
-      const f = found[i] as (typeof found)[number];
-      const next = found[i + 1];
-      if (next?.key === f.key) {
-        out.push(f.write.idx >= 0 ? f.write : next.write);
-        i++;
-        continue;
+    const unfrozen: TransactOp = {
+      kind: 'check',
+      key: labelKey(tenant, stream, label),
+      conditions: [{ op: 'exists' }, { op: 'attrNotExists', attr: 'writesFrozen' }],
+    };
+    const conditions = w.idx < 0 ? [] : [{ op: 'notExists' as const }];
+    const item = writeItem(tenant, stream, label, task, w);
+    try {
+      await this.deps.records.transact([{ kind: 'put', item, conditions }, guard, unfrozen]);
+      return 1;
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      if (err.index === 1) throw fenceError(err.current as Item | undefined, { epoch: fence }, now);
+      if (err.index === 2) {
+        if (err.current === undefined) {
+          throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+        }
+        return 'frozen';
       }
-      out.push(f.write);
+      return 0; // written before: insert-once
     }
-    return out;
+  }
+
+  /**
+   * Every pending write of the label, in (task path, task id, idx) order, checked against
+   * the event that binds them (writes-binding.ts) before they are served.
+   */
+  async list(tenant: string, stream: string, label: string): Promise<PendingWrite[]> {
+    const { head, record } = await this.#checkLabel(tenant, stream, label);
+    // A checkpoint at or below the pruning point is gone with its delta (as GET of it is).
+    if (Number(record.seq) <= (head.prunedSeq ?? 0))
+      throw new PrunedError(stream, head.prunedSeq ?? 0);
+    const writes = await readWrites(this.deps.records, tenant, stream, label);
+    await checkWrites(this.deps.reader, tenant, stream, { label, record, head, writes });
+    return writes;
   }
 }

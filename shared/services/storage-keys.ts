@@ -121,6 +121,10 @@ export const pendingWriteSk = (label: string, taskPath: string, taskId: string, 
   return `${writesPrefix(label)}${task.toString('base64url').slice(0, 16)}#${idxKey}`;
 };
 
+/** The label a pending write's sort key is under (labels hold no `#`). */
+export const labelOfWriteSk = (sk: string): string =>
+  sk.slice(PENDING_WRITE_PREFIX.length, sk.indexOf('#', PENDING_WRITE_PREFIX.length));
+
 export const EFFECT_PREFIX = 'effect#';
 
 export const effectRecordKey = (tenant: string, stream: string, effectKey: string): ItemKey => ({
@@ -168,6 +172,10 @@ export const SERVICE_KEY_MARK = '\u0000';
 export const SERVICE_IDEMPOTENCY_PREFIX = 'idem#';
 
 export const serviceIdempotencyKey = (name: string): string => `${SERVICE_KEY_MARK}${name}`;
+
+/** The service's key of a finished effect's ledger event (effect-events.ts). */
+export const effectEventIdempotencyKey = (status: string, effectKey: string): string =>
+  serviceIdempotencyKey(`effect#${status}#${effectKey}`);
 
 export const isServiceKey = (key: string): boolean => key.startsWith(SERVICE_KEY_MARK);
 

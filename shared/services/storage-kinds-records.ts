@@ -106,7 +106,8 @@ export const RECORD_KINDS: readonly RecordKind[] = [
       'swap-stream': listed('checkpoint'),
       'swap-seq': listed('checkpoint'),
       delete: { read: 'ErrNotFound', verify: 'checkpoint' },
-      rollback: WRITTEN_ONCE,
+      // The later commits' writesFrozen and writesSeq gone: the writes look left unbound.
+      rollback: listed('pending-writes'),
     },
   },
   {
@@ -132,7 +133,20 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     key: 't#{tenant}#s#{stream} / pw#{label}#{task}#{idx}',
     what: "one pending write of a label's tasks (LangGraph putWrites)",
     matches: inStream(prefixed(PENDING_WRITE_PREFIX)),
-    limit: 'not bound: served as stored; an edit or a deletion is not noticed (see Limits)',
+    limit:
+      'the writes of the tip and of the checkpoint it left are served as stored until the ' +
+      'next commit binds them (see Limits)',
+    tamper: {
+      edit: listed('pending-writes'),
+      'swap-stream': {
+        harmless: 'the other stream’s write at that key is the same write (task, idx, value)',
+      },
+      'swap-seq': listed('pending-writes'),
+      delete: listed('pending-writes'),
+      rollback:
+        'written once while its checkpoint takes writes (a negative idx replaced only then, ' +
+        'or by a hefesto.writes event that binds the new one): no older version once bound',
+    },
   },
   {
     name: 'effect',
@@ -142,8 +156,15 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     what: "an effect's state, holder, result or error",
     matches: inStream(prefixed(EFFECT_PREFIX)),
     limit:
-      'not bound: a finished effect answers its stored result, not the one its ledger event ' +
-      'records; a deleted record lets the effect begin again',
+      'a pending effect has no event yet: served as stored; a page of the effect list does ' +
+      'not notice a deleted record (begin and /verify do)',
+    tamper: {
+      edit: listed('effect'),
+      'swap-stream': listed('effect'),
+      'swap-seq': listed('effect'),
+      delete: listed('effect'),
+      rollback: 'finished once: its record does not change after its event is written',
+    },
   },
   {
     name: 'idempotency',

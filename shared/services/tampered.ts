@@ -15,7 +15,9 @@ export type TamperedObject =
   /** A checkpoint's list entry or label record (labels.ts). */
   | 'checkpoint'
   /** The pending writes of a checkpoint label (pending-writes.ts). */
-  | 'pending-writes';
+  | 'pending-writes'
+  /** A finished effect's record (effect-binding.ts). */
+  | 'effect';
 
 /**
  * ErrTamperedLedger naming the object that failed and the seq it stands for (a segment's

@@ -7,6 +7,7 @@ import {
   type SealedEvent,
   toLedgerEvent,
 } from '../domain/event.js';
+import { WRITES_EVENT, type WritesBinding } from '../domain/pending-writes.js';
 import { decodeAnySnapshot, type SnapshotExpectation } from '../domain/snapshot.js';
 import { DELTA_EVENT, type DeltaOp, FORK_EVENT, type ForkPayload } from '../domain/state.js';
 import { type DigestVersion, digestVersionOf, emptyStateDigest } from '../domain/state-digest.js';
@@ -16,6 +17,7 @@ import type { Item, RecordStore } from '../ports/record-store.js';
 import { headMismatch } from './chain-head.js';
 import { ChunkStore } from './chunk-store.js';
 import { mapLimit } from './compact-types.js';
+import { isEffectEvent, verifyEffects } from './effect-binding.js';
 import { badCheckpoint, checkEntry } from './label-binding.js';
 import { type HeadRecord, type SnapshotIndexRecord, toSnapshotIndex } from './layout.js';
 import type { Reader } from './reader.js';
@@ -31,6 +33,8 @@ import {
 } from './storage-keys.js';
 import { objectOf, type TamperedObject, TamperedObjectError } from './tampered.js';
 import { hasRefs, ValueStore } from './values.js';
+import { bindingOf, leavesOf, writesBoundOf } from './writes-binding.js';
+import { verifyWrites } from './writes-verify.js';
 
 /**
  * /verify: every object a read depends on, checked against what the trusted records say.
@@ -45,8 +49,12 @@ import { hasRefs, ValueStore } from './values.js';
  *      its state digest. An object missing while its record is gone too was pruned meanwhile.
  *   4. A fork (first event `hefesto.fork`, not pruned): the origin snapshot it names must
  *      decode to the state digest it records.
+ *   5. The head's state, the checkpoint list and labels (label-binding.ts), every
+ *      checkpoint's pending writes (writes-verify.ts), the finished effects against their
+ *      events (effect-binding.ts), and the values set by ref after the newest base.
  * The answer names the first bad object: `segment` (with the first bad seq), `head`,
- * `snapshot` or `fork-origin` (with the seq it stands for).
+ * `snapshot`, `fork-origin`, `checkpoint`, `pending-writes`, `effect` or `value` (with the
+ * seq it stands for).
  */
 
 export type LedgerVerifyResult =
@@ -98,6 +106,9 @@ interface StateEvent {
   refs: boolean;
   /** A labelled delta: the event itself, for the checks of its records. */
   labelled?: LedgerEvent;
+  /** The pending writes it binds, and the checkpoint it left (writes-binding.ts). */
+  binding?: WritesBinding;
+  leaves?: string;
 }
 
 const stateEventOf = (event: SealedEvent): StateEvent => {
@@ -111,7 +122,16 @@ const stateEventOf = (event: SealedEvent): StateEvent => {
     event.type === DELTA_EVENT && typeof payload.label === 'string'
       ? toLedgerEvent(event)
       : undefined;
-  return { seq: event.seq, digest: payload.stateDigest, refs: hasRefs(ops), labelled };
+  const binding = bindingOf({ type: event.type, payload });
+  const leaves = leavesOf({ type: event.type, payload });
+  return {
+    seq: event.seq,
+    digest: payload.stateDigest,
+    refs: hasRefs(ops),
+    labelled,
+    binding,
+    leaves,
+  };
 };
 
 export class Verifier {
@@ -146,6 +166,9 @@ export class Verifier {
     // Every delta and fork of the kept chain: what bases and the head are bound to.
     const stateEvents: StateEvent[] = [];
     let first: SealedEvent | undefined;
+    // `hefesto.writes` events: pending writes bound after their checkpoint was left.
+    const lateWrites: Array<WritesBinding & { seq: number }> = [];
+    const effectEvents: LedgerEvent[] = [];
     const { head, start, end } = await this.#o.reader.verifyChain(tenant, stream, {
       decode: () => ({}),
       visit: (segment, entry) => {
@@ -154,6 +177,12 @@ export class Verifier {
           if (isWanted.has(event.seq)) hashes.set(event.seq, event.hash);
           if (event.seq === 1) first = event;
           if (setsState(event.type)) stateEvents.push(stateEventOf(event));
+          else if (isEffectEvent(event.type)) effectEvents.push(toLedgerEvent(event));
+          else if (event.type === WRITES_EVENT) {
+            const payload = JSON.parse(payloadJsonOf(event)) as unknown;
+            const binding = bindingOf({ type: event.type, payload });
+            if (binding) lateWrites.push({ ...binding, seq: event.seq });
+          }
         }
       },
     });
@@ -178,6 +207,12 @@ export class Verifier {
       await this.#checkForkOrigin(tenant, stream, first, version);
     await this.#checkHeadState(tenant, stream, head, events);
     await this.#checkCheckpoints(tenant, stream, floor, events);
+    await this.#checkWrites(tenant, stream, head, events, lateWrites);
+    await verifyEffects(this.#o.records, tenant, stream, {
+      floor,
+      headSeq: head.seq,
+      events: effectEvents.filter((e) => e.seq <= head.seq),
+    });
     const newestBase = judged.at(-1)?.seq ?? 0;
     await this.#checkValues(
       tenant,
@@ -276,6 +311,40 @@ export class Verifier {
       if (labels.get(label) !== seq)
         throw badCheckpoint(seq, `its label record ${label} is not its`);
     }
+  }
+
+  /** Every checkpoint's pending writes against their binding (writes-verify.ts). */
+  async #checkWrites(
+    tenant: string,
+    stream: string,
+    head: HeadRecord,
+    events: StateEvent[],
+    lateWrites: Array<WritesBinding & { seq: number }>,
+  ): Promise<void> {
+    const floor = head.prunedSeq ?? 0;
+    const labelled = new Map<number, { label: string; writesBound: boolean }>();
+    const bindings: Array<WritesBinding & { seq: number }> = [...lateWrites];
+    for (const e of events) {
+      if (e.seq <= floor) continue;
+      if (e.binding) bindings.push({ ...e.binding, seq: e.seq });
+      if (!e.labelled) continue;
+      const { label } = e.labelled.payload as { label: string };
+      labelled.set(e.seq, { label, writesBound: writesBoundOf(e.labelled) });
+    }
+    bindings.sort((a, b) => a.seq - b.seq);
+    const tip = events.at(-1);
+    const chain = {
+      floor,
+      headSeq: head.seq,
+      stateSeq: tip?.seq ?? 0,
+      ...(tip?.leaves === undefined ? {} : { tipLeaves: tip.leaves }),
+      labelled,
+      bindings,
+    };
+    await verifyWrites(this.#o.records, tenant, stream, {
+      ...chain,
+      bindings: bindings.filter((b) => b.seq > floor && b.seq <= head.seq),
+    });
   }
 
   /** Every record of the stream under an sk prefix. */

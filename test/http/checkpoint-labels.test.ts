@@ -224,4 +224,37 @@ describe.each(STORE_FACTORIES)('checkpoint v2 routes on $name stores', (factory)
       expect(request?.properties[field], field).toBeDefined();
     }
   });
+
+  it('answers 500 ErrTamperedLedger for an edited pending write of a bound checkpoint, and /verify names it', async () => {
+    let digest = EMPTY_STATE_DIGEST_V2;
+    for (const [i, label] of ['w-1', 'w-2', 'w-3'].entries()) {
+      const res = await read<Checkpointed>(
+        cp('tw', {
+          ops: [{ op: 'set', path: '/n', value: i }],
+          baseDigest: digest,
+          label,
+          ...(i > 0 ? { parentLabel: `w-${i}` } : {}),
+        }),
+      );
+      digest = res.stateDigest;
+      if (i === 0) {
+        const put = await h.request('/v1/streams/tw/checkpoints/w-1/writes', {
+          key,
+          body: { taskId: 't', writes: [{ idx: 0, channel: 'messages', value: 'v0' }] },
+        });
+        expect(put.status).toBe(200);
+      }
+    }
+    const writes = '/v1/streams/tw/checkpoints/w-1/writes';
+    expect((await h.request(writes, { key })).status).toBe(200);
+    const page = await h.records.query('t#acme#s#tw', { skPrefix: 'pw#w-1#' });
+    const item = page.items[0];
+    if (!item) throw new Error('no write stored');
+    await h.records.put({ ...item, valueJson: '"forged"' });
+    const res = await h.request(writes, { key });
+    expect(res.status).toBe(500);
+    expect(await read<ProblemBody>(res)).toMatchObject({ code: 'ErrTamperedLedger' });
+    const verify = await read<Record<string, unknown>>(h.request('/v1/streams/tw/verify', { key }));
+    expect(verify).toMatchObject({ ok: false, object: 'pending-writes', seq: 1 });
+  });
 });

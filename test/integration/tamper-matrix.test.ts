@@ -3,6 +3,7 @@ import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import {
   chunkKey,
   ckptSk,
+  effectRecordKey,
   headKey,
   labelKey,
   streamObjectPrefix,
@@ -90,8 +91,10 @@ const TARGETS: Record<string, (w: TamperWorld) => Target | undefined> = {
   // The root chunk of the value S sets by ref, which its bases and the fork hold too.
   chunk: (w) => ({ id: chunkKey(T, w.refHash), stream: S, twin: O }),
   'witness-object': () => undefined,
-  // A write of c2, a label below the tip (cases run once the module binds pending writes).
+  // A write of c2, a checkpoint whose writes c4's delta binds.
   'pending-write': (w) => inS(w, 'pending-write').find((t) => t.id.includes('pw#c2#')),
+  // The finished pay-1 (swapped for O's pay-1, or S's pay-2).
+  effect: () => ({ id: recordId(effectRecordKey(T, S, 'pay-1')), stream: S, twin: O }),
 };
 
 const kindNamed = (name: string): StorageKind => {

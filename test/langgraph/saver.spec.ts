@@ -1,6 +1,7 @@
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HefestoClient } from '../../packages/client/src/index.js';
 import { HefestoSaver } from '../../packages/langgraph/src/index.js';
 import { type Backend, backends, ROOT } from './backends.js';
 
@@ -46,6 +47,28 @@ describe.each(backends.filter((b) => b.available))('HefestoSaver on $name', (kin
     expect((await a.getTuple(p1))?.checkpoint.channel_values).toEqual({ messages: ['m0', 'm1'] });
   });
 
+  it('lets a put wait for its tip’s writes still in flight, so none lands after the freeze', async () => {
+    // Writes answered late, as under load: the next put must not freeze the tip before them.
+    const slow = (async (input: string | URL | Request, init?: RequestInit) => {
+      if (init?.method === 'POST' && String(input).endsWith('/writes')) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      return fetch(input, init);
+    }) as typeof fetch;
+    const client = new HefestoClient({ baseUrl: backend.url, apiKey: ROOT, fetch: slow });
+    const s = new HefestoSaver({ client, prefix: 'slow' });
+    const thread = { configurable: { thread_id: 's', checkpoint_ns: '' } };
+    await s.getTuple(thread);
+    const p0 = await s.put(thread, ckpt('s-0', 1), meta, { messages: 1 });
+    const writing = s.putWrites(p0, [['messages', 'w0']], 'task-1');
+    await s.put(p0, ckpt('s-1', 2), meta, { messages: 2 });
+    await writing;
+    const { events } = await s.client.readEvents(s.streamIdOf('s'));
+    expect(events.map((e) => e.type)).toEqual(['hefesto.delta', 'hefesto.delta']);
+    expect(events[1]?.payload).toMatchObject({ leaves: 's-0' });
+    expect((await s.getTuple(p0))?.pendingWrites).toEqual([['task-1', 'messages', 'w0']]);
+  });
+
   it('writes a messages list grown by one as one append op', async () => {
     const s = saver('ops');
     const thread = { configurable: { thread_id: 'g', checkpoint_ns: 'a|b' } };
@@ -70,6 +93,7 @@ describe.each(backends.filter((b) => b.available))('HefestoSaver on $name', (kin
         .addEdge('model', 'tool')
         .addEdge('tool', END)
         .compile({ checkpointer: saver(`dur-${durability}`) });
+      const checkpointer = graph.checkpointer as HefestoSaver;
       const config = { configurable: { thread_id: 'd' }, durability };
       for (const text of ['a', 'b', 'c']) {
         await graph.invoke({ messages: [new HumanMessage(text)] }, config);
@@ -86,6 +110,17 @@ describe.each(backends.filter((b) => b.available))('HefestoSaver on $name', (kin
         'n7',
         't8',
       ]);
+      // Every checkpoint but the last two has its writes bound by the delta after the next,
+      // and none landed after its freeze (which would have cost a hefesto.writes append).
+      const stream = checkpointer.streamIdOf('d');
+      const { events } = await checkpointer.client.readEvents(stream, { limit: 1000 });
+      const deltas = events.filter((e) => e.type === 'hefesto.delta');
+      expect(
+        events.filter((e) => e.type === 'hefesto.writes'),
+        durability,
+      ).toEqual([]);
+      expect(deltas.slice(1).every((e) => 'leaves' in (e.payload as object))).toBe(true);
+      expect(deltas.slice(2).every((e) => 'pendingWrites' in (e.payload as object))).toBe(true);
     }
   });
 });

@@ -150,8 +150,8 @@ const EDITS: Record<string, (item: Item) => Item> = {
   'snapshot-index': (i) => ({ ...i, stateDigest: flipHex(String(i.stateDigest)) }),
   label: (i) => ({ ...i, seq: Number(i.seq) - 1 }),
   'checkpoint-entry': (i) => ({ ...i, metaJson: '{"source":"input","step":5}' }),
-  // For when pending writes are bound (issue 20: today a documented limit, no case runs).
   'pending-write': (i) => ({ ...i, valueJson: '"forged"' }),
+  effect: (i) => ({ ...i, result: { receipt: 'forged' } }),
 };
 
 /** What a case tampers with: a stored key, its stream, and the stream swaps come from. */

@@ -123,7 +123,17 @@ export const readBattery = (
   reads['inclusion of c5'] = (l) => l.proofs.inclusion(T, S, world.seqs.c5 as number);
   reads['consistency from 3'] = (l) => l.proofs.consistency(T, S, 3);
   reads['pending writes c2'] = (l) => l.pendingWrites.list(T, S, 'c2');
-  reads.effect = (l) => l.effects.get(T, S, 'pay-1');
+  // Bound after the early backup (c5 left it, c6 bound it): a rollback of its label shows.
+  reads['pending writes c4'] = (l) => l.pendingWrites.list(T, S, 'c4');
+  // A retry of a finished effect: its stored outcome, checked against its event (writes nothing).
+  reads['effect pay-1'] = (l) =>
+    l.effects.begin({
+      tenant: T,
+      stream: S,
+      effectKey: 'pay-1',
+      kind: 'payment',
+      intent: { amount: 5 },
+    });
   reads.streams = (l) => l.streamList.list(T);
   return reads;
 };

@@ -224,6 +224,22 @@ export const tamperWorld = async (factory: StoreFactory): Promise<TamperWorld> =
       holder: begun.holder,
       outcome: { result: { receipt: 'r-1' } },
     });
+    // A second effect of the same kind, failed: another effect's record to swap in.
+    const second = await l.effects.begin({
+      tenant: T,
+      stream,
+      effectKey: 'pay-2',
+      kind: 'payment',
+      intent: { amount: 5 },
+    });
+    if (second.status !== 'acquired') throw new Error(`effect ${second.status}`);
+    await l.effects.finish({
+      tenant: T,
+      stream,
+      effectKey: 'pay-2',
+      holder: second.holder,
+      outcome: { error: { message: 'declined' } },
+    });
   };
   const secondHalf = async (stream: string) => {
     await l.appender.append({ tenant: T, stream, events: notes(3, 'b') });

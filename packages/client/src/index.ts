@@ -33,6 +33,12 @@ export * from '../../../shared/client/state-proofs.js';
 export * from '../../../shared/client/trust-store.js';
 export * from '../../../shared/client/trust-store-file.js';
 export * from '../../../shared/client/types.js';
+// The digest that binds a checkpoint's pending writes to the chain (docs/ledger-format.md).
+export {
+  compareWrites,
+  type DigestedWrite,
+  pendingWritesDigest,
+} from '../../../shared/domain/pending-writes.js';
 export {
   HeadKeys,
   type JwkSet,

@@ -31,6 +31,7 @@ import { diffJson } from './json-diff.js';
 import { PutWaiters } from './put-waiters.js';
 import { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
 import { type ThreadLeaseOptions, ThreadLeases } from './thread-leases.js';
+import { WritesInFlight } from './writes-in-flight.js';
 
 /**
  * A LangGraph checkpointer on Hefesto: one stream per (thread, namespace), one labelled
@@ -117,6 +118,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
   readonly prefix: string;
   readonly #tips = new Map<string, Tip>();
   readonly #puts = new PutWaiters();
+  readonly #writing = new WritesInFlight();
   /** Set with `exclusive: true`. */
   readonly leases: ThreadLeases | undefined;
   readonly #largeValueBytes: number;
@@ -311,6 +313,8 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const ids = this.#ids(config);
     await this.leases?.ensure(ids.stream, ids.threadId, false);
     const tip = this.#tips.get(ids.stream);
+    // The writes of the checkpoint this put leaves land before it freezes them (writes-in-flight.ts).
+    if (tip?.label) await this.#writing.settled(ids.stream, tip.label);
     let base: Tip & { linear: boolean };
     if (tip && tip.label === (ids.id === undefined ? null : labelOf(ids.id))) {
       base = { ...tip, linear: true };
@@ -395,6 +399,16 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const ids = this.#ids(config);
     if (ids.id === undefined)
       throw new Error('Missing "checkpoint_id" field in config.configurable.');
+    const call = this.#putWrites({ ...ids, id: ids.id }, writes, taskId, taskPath);
+    await this.#writing.track(ids.stream, labelOf(ids.id), call);
+  }
+
+  async #putWrites(
+    ids: { threadId: string; stream: string; id: string },
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath: string,
+  ): Promise<void> {
     await this.leases?.ensure(ids.stream, ids.threadId, false);
     const encoded = await Promise.all(
       writes.map(async ([channel, value], idx) => ({

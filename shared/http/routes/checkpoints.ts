@@ -116,7 +116,9 @@ export const checkpointRoutes = ({ ledger, keys, limits }: CheckpointRoutesDeps)
       'stored once (a repeat changes nothing, so a retry is exactly-once without a key); one ' +
       'with a negative idx (LangGraph’s special channels) replaces the stored one. Fenced like ' +
       'other writes (409 ErrFenced: a stale epoch, or none while the lease is held ' +
-      'exclusively). A value is ' +
+      'exclusively). Once the stream’s state has moved on from the checkpoint, its writes are ' +
+      'frozen and then bound to the chain, and a write that changes them is a `hefesto.writes` ' +
+      'event (docs/ledger-format.md, “Pending writes”). A value is ' +
       `limited like an event payload (${limits.maxPayloadBytes} bytes); a larger one goes by ` +
       '`ref` (uploaded first as chunks; the stream holds them against the chunk GC).',
     security: BEARER_SECURITY,
@@ -166,13 +168,18 @@ export const checkpointRoutes = ({ ledger, keys, limits }: CheckpointRoutesDeps)
     method: 'get',
     path: '/streams/{streamId}/checkpoints/{label}/writes',
     summary: 'Pending writes of a checkpoint',
-    description: 'Every pending write of the checkpoint, sorted by (task path, task id, idx).',
+    description:
+      'Every pending write of the checkpoint, sorted by (task path, task id, idx). The writes of ' +
+      'a checkpoint the stream has moved on from are checked against the digest the chain ' +
+      'committed for them first (500 ErrTamperedLedger on any edited, deleted or added write); ' +
+      'those of the latest checkpoint and of the one it left are served as stored until the ' +
+      'next checkpoint binds them.',
     security: BEARER_SECURITY,
     middleware: [read] as const,
     request: { params: LabelParams },
     responses: {
       200: json(PendingWriteList, 'The writes'),
-      ...problemResponses(400, 401, 403, 404, 500, 503),
+      ...problemResponses(400, 401, 403, 404, 410, 500, 503),
     },
   });
   app.openapi(getWrites, async (c) => {
