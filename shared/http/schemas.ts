@@ -270,10 +270,11 @@ export const VerifyResult = z
           'checkpoint',
           'pending-writes',
           'effect',
+          'tree',
         ])
         .openapi({
           description:
-            'What failed: a segment, the head, a base snapshot, a fork’s origin, a chunk of a value set by ref, a checkpoint’s list entry or label, a label’s pending writes, a finished effect’s record',
+            'What failed: a segment, the head, a base snapshot, a fork’s origin, a chunk of a value set by ref, a checkpoint’s list entry or label, a label’s pending writes, a finished effect’s record, the stored Merkle tree (tiles; named by proofs, not by /verify, which recomputes the chain itself)',
         }),
       seq: Seq.openapi({
         description:

@@ -1,8 +1,8 @@
 import {
+  InvalidFormatError,
   InvalidInputError,
   NotFoundError,
   PrunedError,
-  TamperedLedgerError,
 } from '../domain/errors.js';
 import {
   type ConsistencyProofJson,
@@ -24,6 +24,7 @@ import type { RecordStore } from '../ports/record-store.js';
 import type { KeyRing } from '../ports/signer.js';
 import type { HeadRecord } from './layout.js';
 import type { Reader } from './reader.js';
+import { TamperedObjectError } from './tampered.js';
 import { signTree, type TreeState, treeOf } from './tree-commit.js';
 import { segmentLeaves } from './tree-leaves.js';
 import {
@@ -60,6 +61,25 @@ export interface ProofServiceOptions {
   /** Proofs computed at once; the others wait their turn. Default PROOF_CONCURRENCY. */
   maxConcurrent?: number;
 }
+
+/**
+ * The stored tree (tiles, the index records' treeNodes) not hashing to the root the chain
+ * commits: ErrTamperedLedger naming `tree` (docs/ledger-format.md, "Storage kinds").
+ */
+const treeTampered = (seq: number, message: string, cause?: unknown): TamperedObjectError =>
+  new TamperedObjectError('tree', { firstBadSeq: seq, seq }, message, { cause });
+
+/** A read of the stored tree: a tile or node missing or malformed is the tree tampered. */
+const fromTree = async <T>(seq: number, read: () => Promise<T>): Promise<T> => {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof InvalidFormatError) {
+      throw treeTampered(seq, `the stored tree is damaged: ${err.message}`, err);
+    }
+    throw err;
+  }
+};
 
 /**
  * Proofs computed at once by one service. On the embedded stores every read is synchronous,
@@ -144,12 +164,14 @@ export class ProofService {
       if (leafIndex >= size) {
         throw new InvalidInputError(`seq ${seq} is not in the tree of ${size} leaves`);
       }
-      const path = await inclusionProof(source, leafIndex, size);
+      const path = await fromTree(seq, () => inclusionProof(source, leafIndex, size));
       if (size === tree.treeSize) {
-        const [leaf] = await source.nodeHashes([{ level: 0, index: leafIndex }]);
+        const [leaf] = await fromTree(seq, () =>
+          source.nodeHashes([{ level: 0, index: leafIndex }]),
+        );
         const root = frontierRoot(tree.frontier, tree.treeSize);
         if (!leaf || !verifyInclusion(leaf, leafIndex, size, path, root)) {
-          throw new TamperedLedgerError(seq, "the stored tree does not match the head's root");
+          throw treeTampered(seq, "the stored tree does not match the head's root");
         }
       }
       return inclusionProofJson(leafIndex, size, path);
@@ -179,15 +201,13 @@ export class ProofService {
         throw new InvalidInputError(`to ${size} is past the tree's ${tree.treeSize} leaves`);
       }
       if (from > size) throw new InvalidInputError(`from ${from} must not exceed to ${size}`);
-      const path = await consistencyProof(source, from, size);
+      const first = tree.treeBase + 1;
+      const path = await fromTree(first, () => consistencyProof(source, from, size));
       if (size === tree.treeSize && from > 0 && from < size) {
-        const fromRoot = await treeRoot(source, from);
+        const fromRoot = await fromTree(first, () => treeRoot(source, from));
         const root = frontierRoot(tree.frontier, tree.treeSize);
         if (!verifyConsistency(from, size, path, fromRoot, root)) {
-          throw new TamperedLedgerError(
-            tree.treeBase + 1,
-            "the stored tree does not match the head's root",
-          );
+          throw treeTampered(first, "the stored tree does not match the head's root");
         }
       }
       return consistencyProofJson(from, size, path);

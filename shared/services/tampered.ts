@@ -17,7 +17,9 @@ export type TamperedObject =
   /** The pending writes of a checkpoint label (pending-writes.ts). */
   | 'pending-writes'
   /** A finished effect's record (effect-binding.ts). */
-  | 'effect';
+  | 'effect'
+  /** The stored Merkle tree a proof is computed from: tiles, the index records' treeNodes. */
+  | 'tree';
 
 /**
  * ErrTamperedLedger naming the object that failed and the seq it stands for (a segment's
