@@ -12,8 +12,6 @@ import {
 } from '../domain/merkle/index.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
-import type { HeadRecord } from './layout.js';
-import type { Reader } from './reader.js';
 import { pad16, SEGMENT_INDEX_PREFIX, streamPk, tileKey, tilesKey } from './storage-keys.js';
 import { STORED_NODE_LEVEL, type TreeState } from './tree-commit.js';
 
