@@ -4,9 +4,9 @@ import { pino } from 'pino';
 import { DynamoRecordStore } from '../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../shared/adapters/aws/s3-object-store.js';
 import { createApp } from '../shared/http/app.js';
+import { KeyService } from '../shared/keys/keys.js';
+import { Ledger } from '../shared/ledger/ledger.js';
 import { systemClock } from '../shared/ports/clock.js';
-import { KeyService } from '../shared/services/keys.js';
-import { Ledger } from '../shared/services/ledger.js';
 import { createTestBucket, createTestTable, hasAwsEmulators } from '../test/support/aws.js';
 
 /** Requests counted by SDK command name ("S3 PutObjectCommand", "DynamoDB GetItemCommand"). */

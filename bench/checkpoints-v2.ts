@@ -1,14 +1,14 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../shared/adapters/memory/memory-record-store.js';
+import { Reader } from '../shared/chain/reader.js';
+import { Appender } from '../shared/commit/append.js';
+import { CheckpointLabels } from '../shared/commit/labels.js';
 import { canonicalJson } from '../shared/domain/canonical.js';
 import type { DeltaOp, JsonObject } from '../shared/domain/state.js';
-import { Appender } from '../shared/services/append.js';
-import { Checkpointer } from '../shared/services/checkpoint.js';
-import { CheckpointLabels } from '../shared/services/labels.js';
-import { Reader } from '../shared/services/reader.js';
-import { StateStore } from '../shared/services/state.js';
-import { WorkingState } from '../shared/services/working-state.js';
+import { Checkpointer } from '../shared/state/checkpoint.js';
+import { StateStore } from '../shared/state/state.js';
+import { WorkingState } from '../shared/state/working-state.js';
 import { agentState, typicalTurn } from './agent-workload.js';
 import { fmt, printTable } from './harness.js';
 

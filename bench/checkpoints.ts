@@ -5,6 +5,10 @@ import { LocalObjectStore } from '../shared/adapters/local/local-object-store.js
 import { LocalRecordStore } from '../shared/adapters/local/local-record-store.js';
 import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../shared/adapters/memory/memory-record-store.js';
+import { Reader } from '../shared/chain/reader.js';
+import { segmentPrefix, snapshotKey } from '../shared/chain/storage-keys.js';
+import { Appender } from '../shared/commit/append.js';
+import { CheckpointLabels } from '../shared/commit/labels.js';
 import { canonicalJson } from '../shared/domain/canonical.js';
 import { genesisHash, payloadJsonOf, sealBatch } from '../shared/domain/event.js';
 import { sha256Hex } from '../shared/domain/hashing.js';
@@ -19,12 +23,8 @@ import {
 import { EMPTY_STATE_DIGEST_V2 } from '../shared/domain/state-v2/index.js';
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
-import { Appender } from '../shared/services/append.js';
-import { Checkpointer } from '../shared/services/checkpoint.js';
-import { CheckpointLabels } from '../shared/services/labels.js';
-import { Reader } from '../shared/services/reader.js';
-import { StateStore } from '../shared/services/state.js';
-import { segmentPrefix, snapshotKey } from '../shared/services/storage-keys.js';
+import { Checkpointer } from '../shared/state/checkpoint.js';
+import { StateStore } from '../shared/state/state.js';
 import { countingObjects } from '../test/support/counting.js';
 import { agentState, message, typicalTurn } from './agent-workload.js';
 import { fmt, printTable } from './harness.js';

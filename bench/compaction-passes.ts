@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalObjectStore } from '../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../shared/adapters/local/local-record-store.js';
-import { readIndex } from '../shared/services/compact-types.js';
-import { Compactor } from '../shared/services/compactor.js';
-import { Ledger } from '../shared/services/ledger.js';
+import { readIndex } from '../shared/compaction/compact-types.js';
+import { Compactor } from '../shared/compaction/compactor.js';
+import { Ledger } from '../shared/ledger/ledger.js';
 import { fmt, printTable } from './harness.js';
 
 /**

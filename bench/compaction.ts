@@ -3,15 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalObjectStore } from '../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../shared/adapters/local/local-record-store.js';
-import type { ObjectStore } from '../shared/ports/object-store.js';
-import type { RecordStore } from '../shared/ports/record-store.js';
-import { Compactor } from '../shared/services/compactor.js';
-import { Ledger } from '../shared/services/ledger.js';
 import {
   SEGMENT_INDEX_PREFIX,
   streamObjectPrefix,
   streamPk,
-} from '../shared/services/storage-keys.js';
+} from '../shared/chain/storage-keys.js';
+import { Compactor } from '../shared/compaction/compactor.js';
+import { Ledger } from '../shared/ledger/ledger.js';
+import type { ObjectStore } from '../shared/ports/object-store.js';
+import type { RecordStore } from '../shared/ports/record-store.js';
 import { fmt, printTable } from './harness.js';
 import { payloadOfSize } from './ledger.js';
 

@@ -1,8 +1,8 @@
 import type { DeltaOp } from '../shared/domain/state.js';
+import { Ledger } from '../shared/ledger/ledger.js';
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
-import { Ledger } from '../shared/services/ledger.js';
-import { readStateValue } from '../shared/services/state-read.js';
+import { readStateValue } from '../shared/state/state-read.js';
 import { meteredObjects } from '../test/support/chunk-world.js';
 import { typicalTurn } from './agent-workload.js';
 import { printTable } from './harness.js';

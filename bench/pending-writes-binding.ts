@@ -38,7 +38,7 @@ interface Tree {
 const treeAt = (name: string, root: string): Tree => ({
   name,
   load: async () => ({
-    ...(await import(join(root, 'shared/services/ledger.ts'))),
+    ...(await import(join(root, 'shared/ledger/ledger.ts'))),
     ...(await import(join(root, 'shared/adapters/local/local-object-store.ts'))),
     ...(await import(join(root, 'shared/adapters/local/local-record-store.ts'))),
   }),

@@ -1,16 +1,16 @@
 import { pathToFileURL } from 'node:url';
 import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../shared/adapters/memory/memory-record-store.js';
+import { toHead } from '../shared/chain/layout.js';
+import { Reader } from '../shared/chain/reader.js';
+import { headKey } from '../shared/chain/storage-keys.js';
+import { Appender } from '../shared/commit/append.js';
 import type { EventInput } from '../shared/domain/event.js';
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import { Ed25519Signer, KeyRing } from '../shared/ports/signer.js';
-import { Appender } from '../shared/services/append.js';
-import { toHead } from '../shared/services/layout.js';
-import { ProofService } from '../shared/services/proofs.js';
-import { Reader } from '../shared/services/reader.js';
-import { headKey } from '../shared/services/storage-keys.js';
-import { treeCommit } from '../shared/services/tree-commit.js';
-import { writeTreeTiles } from '../shared/services/tree-tiles.js';
+import { ProofService } from '../shared/proofs/proofs.js';
+import { treeCommit } from '../shared/proofs/tree-commit.js';
+import { writeTreeTiles } from '../shared/proofs/tree-tiles.js';
 import { fmt, measure, measureAsync, printTable } from './harness.js';
 
 /**

@@ -9,14 +9,14 @@ import { LocalObjectStore } from '../shared/adapters/local/local-object-store.js
 import { LocalRecordStore } from '../shared/adapters/local/local-record-store.js';
 import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../shared/adapters/memory/memory-record-store.js';
+import { chunkPrefix } from '../shared/chain/storage-keys.js';
+import { Compactor } from '../shared/compaction/compactor.js';
 import { canonicalJson } from '../shared/domain/canonical.js';
 import type { DeltaOp } from '../shared/domain/state.js';
+import { Ledger } from '../shared/ledger/ledger.js';
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
-import { ChunkStore } from '../shared/services/chunk-store.js';
-import { Compactor } from '../shared/services/compactor.js';
-import { Ledger } from '../shared/services/ledger.js';
-import { chunkPrefix } from '../shared/services/storage-keys.js';
+import { ChunkStore } from '../shared/state/chunk-store.js';
 import {
   createTestBucket,
   createTestTable,

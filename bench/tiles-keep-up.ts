@@ -3,17 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../shared/adapters/memory/memory-record-store.js';
+import { Reader } from '../shared/chain/reader.js';
+import { headKey, tilesKey } from '../shared/chain/storage-keys.js';
+import { Appender } from '../shared/commit/append.js';
+import type { CompactStep } from '../shared/compaction/compact-types.js';
+import { Compactor } from '../shared/compaction/compactor.js';
+import { Ledger } from '../shared/ledger/ledger.js';
 import type { Clock } from '../shared/ports/clock.js';
 import type { ObjectStore } from '../shared/ports/object-store.js';
 import type { RecordStore } from '../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../shared/ports/signer.js';
-import { Appender } from '../shared/services/append.js';
-import type { CompactStep } from '../shared/services/compact-types.js';
-import { Compactor } from '../shared/services/compactor.js';
-import { Ledger } from '../shared/services/ledger.js';
-import { Reader } from '../shared/services/reader.js';
-import { headKey, tilesKey } from '../shared/services/storage-keys.js';
-import { writeTreeTiles } from '../shared/services/tree-tiles.js';
+import { writeTreeTiles } from '../shared/proofs/tree-tiles.js';
 import { printTable } from './harness.js';
 
 /**

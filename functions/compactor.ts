@@ -1,5 +1,5 @@
+import type { CompactionReport } from '../shared/compaction/compactor.js';
 import { parseAwsSettings } from '../shared/config/settings.js';
-import type { CompactionReport } from '../shared/services/compactor.js';
 import { runAndLog } from './wiring/compaction.js';
 import { createAwsCompactor } from './wiring/compactor.js';
 

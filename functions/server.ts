@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createAdaptorServer } from '@hono/node-server';
 import { parseSettings } from '../shared/config/settings.js';
-import type { IssuedKey } from '../shared/services/keys.js';
+import type { IssuedKey } from '../shared/keys/keys.js';
 import { type CompactionTimer, startCompactionTimer } from './wiring/compaction.js';
 import { createEmbedded } from './wiring/embedded.js';
 

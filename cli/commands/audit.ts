@@ -1,10 +1,12 @@
 import { existsSync, statSync } from 'node:fs';
-import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import { type AuditResult, auditStream, type WitnessedInput } from '../../shared/client/audit.js';
 import { HefestoApiError } from '../../shared/client/errors.js';
 import { defaultTrustStorePath, FileTrustStore } from '../../shared/client/trust-store-file.js';
-import type { WitnessStore } from '../../shared/ports/witness-store.js';
-import { publishedHeads } from '../../shared/services/witness.js';
+import {
+  LocalWitnessStore,
+  publishedHeads,
+  type WitnessStore,
+} from '../../shared/operator/witness.js';
 import { type Command, stringOption } from '../command.js';
 import { CliError, type Context } from '../context.js';
 import { Progress } from '../progress.js';
@@ -28,7 +30,7 @@ const witnessStore = async (ctx: Context, where: string): Promise<WitnessStore> 
   const bucket = where.slice('s3://'.length).split('/')[0] ?? '';
   const [{ S3Client }, { S3WitnessStore }] = await Promise.all([
     import('@aws-sdk/client-s3'),
-    import('../../shared/adapters/aws/s3-witness-store.js'),
+    import('../../shared/operator/s3-witness.js'),
   ]);
   const client = new S3Client({
     forcePathStyle: ctx.env.HEFESTO_S3_FORCE_PATH_STYLE === 'true',

@@ -1,6 +1,6 @@
 import type { OpenStores } from '../../functions/wiring/run-compaction.js';
 import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
-import type { CompactionReport } from '../../shared/services/compactor.js';
+import type { CompactionReport } from '../../shared/operator/compaction.js';
 import { type Command, flagOption } from '../command.js';
 import { CliError, type Context } from '../context.js';
 

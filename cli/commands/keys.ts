@@ -1,16 +1,17 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OpenStores } from '../../functions/wiring/run-compaction.js';
-import {
-  loadKeyRing,
-  retireLostKeys,
-  rotateSigningKeyFile,
-  SIGNING_KEY_FILE,
-} from '../../shared/adapters/local/signing-key-file.js';
 import type { Scope } from '../../shared/client/types.js';
 import { parseSettings } from '../../shared/config/settings.js';
 import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
-import { checkSigningKeys, recordedSigningKeys } from '../../shared/services/signing-keys.js';
+import {
+  checkSigningKeys,
+  loadKeyRing,
+  recordedSigningKeys,
+  retireLostKeys,
+  rotateSigningKeyFile,
+  SIGNING_KEY_FILE,
+} from '../../shared/operator/signing-keys.js';
 import { type Command, flagOption, stringOption } from '../command.js';
 import { CliError, fieldLines, UsageError } from '../context.js';
 

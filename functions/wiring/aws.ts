@@ -9,11 +9,11 @@ import type { AwsSettings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
 import { noStaticAssets, type StaticAssets } from '../../shared/http/static-assets.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { checkSigningKeys } from '../../shared/keys/signing-keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { KeyRing } from '../../shared/ports/signer.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { checkSigningKeys } from '../../shared/services/signing-keys.js';
 import { compactionLedgerSettings } from './compaction.js';
 import { workLedgerSettings } from './work.js';
 

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { type CompactionReport, Compactor } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
+import type { LedgerSettings } from '../../shared/ledger/ledger.js';
 import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
-import { type CompactionReport, Compactor } from '../../shared/services/compactor.js';
-import type { LedgerSettings } from '../../shared/services/ledger.js';
-import type { StateStore } from '../../shared/services/state.js';
+import type { StateStore } from '../../shared/state/state.js';
 
 /**
  * The compactor's wiring, shared by its three ways to run: the scheduled Lambda

@@ -4,10 +4,10 @@ import { type Logger, pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import { S3WitnessStore } from '../../shared/adapters/aws/s3-witness-store.js';
+import type { Compactor } from '../../shared/compaction/compactor.js';
 import type { AwsSettings } from '../../shared/config/settings.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
-import type { Compactor } from '../../shared/services/compactor.js';
-import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
 import { workLedgerSettings } from './work.js';
 

@@ -11,17 +11,17 @@ import { LocalObjectStore } from '../../shared/adapters/local/local-object-store
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import { loadKeyRing } from '../../shared/adapters/local/signing-key-file.js';
+import type { CrashHook } from '../../shared/commit/append.js';
+import type { Compactor } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
 import { createApp } from '../../shared/http/app.js';
 import type { AppEnv } from '../../shared/http/context.js';
 import { staticDirAssets } from '../../shared/http/static-assets.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { checkSigningKeys } from '../../shared/keys/signing-keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
-import type { CrashHook } from '../../shared/services/append.js';
-import type { Compactor } from '../../shared/services/compactor.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import type { MemoryPool } from '../../shared/services/memory-pool.js';
-import { checkSigningKeys } from '../../shared/services/signing-keys.js';
+import type { MemoryPool } from '../../shared/state/memory-pool.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
 import { workLedgerSettings } from './work.js';
 

@@ -7,18 +7,18 @@ import { S3WitnessStore } from '../../shared/adapters/aws/s3-witness-store.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
+import type { CompactionReport } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
 import {
   DataDirInUseError,
   DataDirNotFoundError,
   UnavailableError,
 } from '../../shared/domain/errors.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
-import type { CompactionReport } from '../../shared/services/compactor.js';
-import { Ledger } from '../../shared/services/ledger.js';
 import { compactionLedgerSettings, createCompactor, runAndLog } from './compaction.js';
 import { workLedgerSettings } from './work.js';
 

@@ -1,7 +1,7 @@
 import { RUNTIME_RESERVE_MIB, type Settings } from '../../shared/config/settings.js';
-import { StateCache } from '../../shared/services/checkpoint.js';
-import type { LedgerSettings } from '../../shared/services/ledger.js';
-import { MemoryPool } from '../../shared/services/memory-pool.js';
+import type { LedgerSettings } from '../../shared/ledger/ledger.js';
+import { StateCache } from '../../shared/state/checkpoint.js';
+import { MemoryPool } from '../../shared/state/memory-pool.js';
 
 const MIB = 1024 * 1024;
 

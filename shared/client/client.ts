@@ -45,6 +45,7 @@ import type {
   StateValue,
   StreamHead,
   VerifyResult,
+  WriteOptions,
 } from './types.js';
 
 /**
@@ -91,27 +92,7 @@ export interface HefestoClientOptions {
   maxValueBytes?: number;
 }
 
-/**
- * Options of a write: its Idempotency-Key (generated once per call when absent, so the
- * client's own retries can never apply it twice).
- *
- * @example
- * ```ts
- * await client.append('run-1', events, { idempotencyKey: `run-1:turn-${turn}` });
- * ```
- */
-export interface WriteOptions {
-  idempotencyKey?: string;
-  /**
-   * The stream's incarnation (one life of it: `incarnation` of an earlier answer) the write
-   * applies to, sent as Hefesto-Incarnation. Default: the last one this client saw for the
-   * stream, if any. If the stream was deleted since (and maybe created again), the write is
-   * refused with ErrStreamRecreated and nothing is written, so a retry never lands in the new
-   * life; the client then forgets the incarnation, and the next write starts from the stream
-   * as it is.
-   */
-  incarnation?: string;
-}
+export type { WriteOptions } from './types.js';
 
 /**
  * A typed client for every route of the Hefesto API, with retries (backoff and jitter on

@@ -5,11 +5,10 @@ import {
   NEW_STREAM_DIGEST_VERSION,
 } from '../domain/state-digest.js';
 import type { CheckpointDelta } from './checkpoint-types.js';
-import type { HefestoClient, WriteOptions } from './client.js';
 import { HefestoApiError } from './errors.js';
 import { asInput } from './input.js';
 import type { SetRefOp, ValueRef, ValueTransferOptions } from './large-values.js';
-import type { CheckpointResult, DeltaOp, Json } from './types.js';
+import type { CheckpointResult, DeltaOp, Json, WriteOptions } from './types.js';
 
 /**
  * The checkpoint part of {@link HefestoClient.setValue}: a {@link CheckpointDelta} whose ops
@@ -53,6 +52,24 @@ export const stateDigestAfter = (
 ): string => digestOfState(applyOps(structuredClone(state) as JsonObject, ops as never), version);
 
 /**
+ * What {@link setLargeValue} needs of a client: HefestoClient's `putValue` and `checkpoint`
+ * (named here, not imported: client.ts imports this file).
+ *
+ * @example
+ * ```ts
+ * const writer: ValueWriter = new HefestoClient({ baseUrl, apiKey });
+ * ```
+ */
+export interface ValueWriter {
+  putValue(value: Json, options?: ValueTransferOptions): Promise<ValueRef>;
+  checkpoint(
+    streamId: string,
+    delta: { ops: Array<DeltaOp | SetRefOp>; baseDigest: string; stateDigest?: string },
+    options?: WriteOptions,
+  ): Promise<CheckpointResult & { replayed: boolean }>;
+}
+
+/**
  * {@link HefestoClient.setValue}: upload, then one checkpoint setting the ref.
  *
  * @example
@@ -61,7 +78,7 @@ export const stateDigestAfter = (
  * ```
  */
 export const setLargeValue = async (
-  client: HefestoClient,
+  client: ValueWriter,
   streamId: string,
   path: string,
   value: Json,

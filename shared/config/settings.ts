@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../domain/errors.js';
+import { DEFAULT_LIMITS, type HttpLimits } from '../domain/limits.js';
 import { memoryOf } from '../domain/state-v2/budget.js';
-import { DEFAULT_LIMITS, type HttpLimits } from '../http/limits.js';
 
 /**
  * Settings: read from the environment once, at start, typed and validated. A bad value

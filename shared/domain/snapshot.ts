@@ -132,7 +132,7 @@ export const decodeSnapshot = (bytes: Uint8Array, expect: SnapshotExpectation): 
 /**
  * Snapshot format v2 (docs/state-v2.md, "Snapshots v2"): the same magic with format byte 2
  * and a header naming the state's root chunk instead of a body. The state is stored as
- * content-addressed chunks under the tenant (shared/services/chunk-store.ts); the header's
+ * content-addressed chunks under the tenant (shared/state/chunk-store.ts); the header's
  * `stateDigest` stays the stream's digest (v1 today), checked after the chunks are read.
  *
  *   8 bytes  "HEFSNAP" + u8 2

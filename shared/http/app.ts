@@ -1,13 +1,13 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestId } from 'hono/request-id';
 import type { Logger } from 'pino';
+import type { Compactor } from '../compaction/compactor.js';
+import { DEFAULT_LIMITS, type HttpLimits } from '../domain/limits.js';
+import type { KeyService } from '../keys/keys.js';
+import type { Ledger } from '../ledger/ledger.js';
 import type { Clock } from '../ports/clock.js';
-import type { Compactor } from '../services/compactor.js';
-import type { KeyService } from '../services/keys.js';
-import type { Ledger } from '../services/ledger.js';
 import { allowedMethodsOf } from './allowed-methods.js';
 import type { AppEnv } from './context.js';
-import { DEFAULT_LIMITS, type HttpLimits } from './limits.js';
 import { memoryScope } from './memory-scope.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { requestLog } from './request-log.js';

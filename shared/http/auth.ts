@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.js';
-import type { KeyService, Scope } from '../services/keys.js';
+import type { KeyService, Scope } from '../keys/keys.js';
 import type { AppEnv } from './context.js';
 
 export interface AuthOptions {

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { UnauthorizedError } from '../domain/errors.js';
-import type { Principal } from '../services/keys.js';
-import type { MemoryAccount } from '../services/memory-pool.js';
+import type { Principal } from '../keys/keys.js';
+import type { MemoryAccount } from '../state/memory-pool.js';
 
 /** Per-request values shared by the middleware, the handlers and the error handler. */
 export interface AppVariables {

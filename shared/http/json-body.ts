@@ -5,8 +5,8 @@ import {
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
 } from '../domain/errors.js';
+import { DEFAULT_LIMITS, exceedsDepth, type HttpLimits } from '../domain/limits.js';
 import type { AppEnv } from './context.js';
-import { DEFAULT_LIMITS, exceedsDepth, type HttpLimits } from './limits.js';
 
 export interface JsonBodyOptions {
   /** Largest body accepted, in bytes. */

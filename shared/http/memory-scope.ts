@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import type { MemoryPool } from '../services/memory-pool.js';
+import type { MemoryPool } from '../state/memory-pool.js';
 import type { AppEnv } from './context.js';
 
 /**

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
+import { READ_LIMIT } from '../domain/limits.js';
 import { RESERVED_TYPE_PREFIX } from '../domain/state.js';
-import { SCOPES, TENANT_PATTERN } from '../services/keys.js';
+import { SCOPES, TENANT_PATTERN } from '../keys/keys.js';
 import { parseIdempotencyKey } from './idempotency-key.js';
-import { READ_LIMIT } from './limits.js';
 import { codesOfStatus, errorResponses } from './openapi-errors.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
 import { queryInt, queryIntDefault } from './query-int.js';

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
+import { LABEL_PATTERN } from '../commit/labels.js';
 import { MAX_VALUE_BYTES } from '../domain/state-v2/index.js';
-import { LABEL_PATTERN } from '../services/labels.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
 import { queryInt } from './query-int.js';
 import { Incarnation, STREAM_ID_PATTERN } from './schemas.js';

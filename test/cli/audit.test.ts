@@ -6,18 +6,13 @@ import { Writable } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.js';
+import { headKey, pad16, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/chain/storage-keys.js';
+import { Compactor } from '../../shared/compaction/compactor.js';
 import { signTreeHead } from '../../shared/domain/signed-head.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
-import { Compactor } from '../../shared/services/compactor.js';
-import {
-  headKey,
-  pad16,
-  SEGMENT_INDEX_PREFIX,
-  streamPk,
-} from '../../shared/services/storage-keys.js';
-import { WITNESS_FORMAT } from '../../shared/services/witness.js';
+import { WITNESS_FORMAT } from '../../shared/proofs/witness.js';
 import { createHarness, events, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 import { hasAwsEmulators } from '../support/aws.js';
 import { counterIds } from '../support/compaction.js';

@@ -8,8 +8,8 @@ import { type ServerProcess, startServer } from '../../scripts/lib/server-proces
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { HefestoClient } from '../../shared/client/client.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
-import { Ledger } from '../../shared/services/ledger.js';
 import { cliEnv, runCliHere } from './in-process.js';
 
 /**

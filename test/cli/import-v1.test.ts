@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXPORT_FORMAT, eventLine, headerLine } from '../../cli/export-format.js';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import { Reader } from '../../shared/chain/reader.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import type { LedgerEvent } from '../../shared/client/types.js';
 import type { JsonObject } from '../../shared/domain/state.js';
 import { digestV2 } from '../../shared/domain/state-v2/index.js';
 import type { Item } from '../../shared/ports/record-store.js';
-import { Reader } from '../../shared/services/reader.js';
 import { type EmbeddedServer, runCliHere, startEmbedded } from './in-process.js';
 
 /**

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.js';
-import { headKey } from '../../shared/services/storage-keys.js';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import { createHarness, events, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 
 /**

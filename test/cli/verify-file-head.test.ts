@@ -6,9 +6,9 @@ import { Writable } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.js';
+import { headKey, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/chain/storage-keys.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { headKey, SEGMENT_INDEX_PREFIX, streamPk } from '../../shared/services/storage-keys.js';
 import { createHarness, events, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 
 /**

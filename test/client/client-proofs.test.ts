@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import { ClientVerificationError } from '../../shared/client/errors.js';
 import { TamperedHistoryError } from '../../shared/client/proofs.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import { FileTrustStore } from '../../shared/client/trust-store-file.js';
-import { headKey } from '../../shared/services/storage-keys.js';
 import { backupStream, proofsApp, restoreStream } from '../support/proofs-app.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

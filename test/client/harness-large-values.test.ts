@@ -4,8 +4,8 @@ import { HefestoClient } from '../../shared/client/client.js';
 import { resume } from '../../shared/client/harness.js';
 import { INLINE_BUDGET_BYTES, pickByRef } from '../../shared/client/large-values.js';
 import { createApp } from '../../shared/http/app.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

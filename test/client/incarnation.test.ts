@@ -1,12 +1,12 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { HefestoApiError } from '../../shared/client/errors.js';
 import { resume } from '../../shared/client/harness.js';
 import type { Json } from '../../shared/client/types.js';
 import { createApp } from '../../shared/http/app.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { headKey } from '../../shared/services/storage-keys.js';
+import { KeyService } from '../../shared/keys/keys.js';
 import {
   compactionWorld,
   type ManualClock,

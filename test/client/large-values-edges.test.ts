@@ -5,7 +5,7 @@ import { stateDigestAfter } from '../../shared/client/set-value.js';
 import type { Json } from '../../shared/client/types.js';
 import { emptyStateDigest } from '../../shared/domain/state-digest.js';
 import { chunksOfValue } from '../../shared/domain/state-v2/index.js';
-import { MAX_UPLOAD_BYTES } from '../../shared/services/values.js';
+import { MAX_UPLOAD_BYTES } from '../../shared/state/values.js';
 import { TEN_MIB } from '../support/large-values.js';
 import { serverForSuite } from '../support/server-suite.js';
 

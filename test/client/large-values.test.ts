@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chunkKey } from '../../shared/chain/storage-keys.js';
 import { HefestoClient, type HefestoClientOptions } from '../../shared/client/client.js';
 import {
   ClientVerificationError,
@@ -13,10 +14,9 @@ import type { Json } from '../../shared/client/types.js';
 import { emptyStateDigest } from '../../shared/domain/state-digest.js';
 import { chunksOfValue, parseChunk } from '../../shared/domain/state-v2/index.js';
 import { createApp } from '../../shared/http/app.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { chunkKey } from '../../shared/services/storage-keys.js';
-import { MAX_UPLOAD_BYTES } from '../../shared/services/values.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
+import { MAX_UPLOAD_BYTES } from '../../shared/state/values.js';
 import { TEN_MIB } from '../support/large-values.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -12,8 +12,8 @@ import {
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
 import { createApp } from '../../shared/http/app.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 
 /**
  * test/vectors/pending-writes.json through the client SDK (`@hefesto/client`, as packed):

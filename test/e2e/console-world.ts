@@ -8,8 +8,8 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { createEmbedded, STATIC_DIR } from '../../functions/wiring/embedded.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { parseSettings } from '../../shared/config/settings.js';
+import { LeaseService } from '../../shared/leases/leases.js';
 import { systemClock } from '../../shared/ports/clock.js';
-import { LeaseService } from '../../shared/services/leases.js';
 
 /**
  * The embedded server (real wiring: local stores in a temp directory, the built static

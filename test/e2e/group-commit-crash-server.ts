@@ -6,8 +6,8 @@ import {
   type DurableWrite,
   durableWriterTestHooks,
 } from '../../shared/adapters/local/durable-writer.js';
+import { CLIENT_IDEMPOTENCY_PREFIX } from '../../shared/chain/storage-keys.js';
 import { parseSettings } from '../../shared/config/settings.js';
-import { CLIENT_IDEMPOTENCY_PREFIX } from '../../shared/services/storage-keys.js';
 
 /**
  * The embedded server (as functions/server.ts wires it: same stores, same admission of

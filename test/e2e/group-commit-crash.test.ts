@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
-import { headKey } from '../../shared/services/storage-keys.js';
 import { type Spawned, spawnCollected, waitForOutput } from './process-tools.js';
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { Ledger } from '../../shared/services/ledger.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 import { type StoredRows, storedRows } from '../support/local-rows.js';
 

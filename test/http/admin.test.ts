@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sha256 } from '../../shared/domain/hashing.js';
 import { createApp } from '../../shared/http/app.js';
-import { KeyService, type Scope } from '../../shared/services/keys.js';
+import { KeyService, type Scope } from '../../shared/keys/keys.js';
 import { batch, compactionWorld, manualClock } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

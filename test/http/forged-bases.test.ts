@@ -1,5 +1,7 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toSnapshotIndex } from '../../shared/chain/layout.js';
+import { headKey, snapshotIndexKey, snapshotKey } from '../../shared/chain/storage-keys.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import type { EventInput } from '../../shared/domain/event.js';
@@ -7,10 +9,8 @@ import { encodeChunkSnapshot } from '../../shared/domain/snapshot.js';
 import type { JsonObject } from '../../shared/domain/state.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { createApp } from '../../shared/http/app.js';
+import { KeyService } from '../../shared/keys/keys.js';
 import type { Item } from '../../shared/ports/record-store.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { toSnapshotIndex } from '../../shared/services/layout.js';
-import { headKey, snapshotIndexKey, snapshotKey } from '../../shared/services/storage-keys.js';
 import { compactionWorld, manualClock } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -7,14 +7,14 @@ import { LocalObjectStore } from '../../shared/adapters/local/local-object-store
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import type { HttpLimits } from '../../shared/domain/limits.js';
 import { createApp } from '../../shared/http/app.js';
-import type { HttpLimits } from '../../shared/http/limits.js';
 import { staticDirAssets } from '../../shared/http/static-assets.js';
+import { KeyService, type Scope } from '../../shared/keys/keys.js';
+import { Ledger, type LedgerSettings } from '../../shared/ledger/ledger.js';
 import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
-import { KeyService, type Scope } from '../../shared/services/keys.js';
-import { Ledger, type LedgerSettings } from '../../shared/services/ledger.js';
 
 /**
  * The HTTP API in process (`app.request()`), over memory or local (files + SQLite) stores,

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { genesisHash, type LedgerEvent } from '../../shared/domain/event.js';
+import { DEFAULT_LIMITS, exceedsDepth } from '../../shared/domain/limits.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
-import { DEFAULT_LIMITS, exceedsDepth } from '../../shared/http/limits.js';
 import {
   createHarness,
   type Harness,

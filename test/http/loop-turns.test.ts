@@ -7,7 +7,7 @@ import {
 } from '../../shared/domain/state-v2/index.js';
 import { build } from '../../shared/domain/state-v2/node.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
-import { Pacer } from '../../shared/services/loop-turns.js';
+import { Pacer } from '../../shared/state/loop-turns.js';
 import { createHarness, type Harness, STORE_FACTORIES } from './harness.js';
 
 /**

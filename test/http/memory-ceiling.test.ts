@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EMPTY_STATE_DIGEST_V2, memoryOf } from '../../shared/domain/state-v2/index.js';
-import { MemoryPool } from '../../shared/services/memory-pool.js';
+import { MemoryPool } from '../../shared/state/memory-pool.js';
 import { dedupBomb } from '../support/dedup-bomb.js';
 import { createHarness, type Harness, STORE_FACTORIES } from './harness.js';
 

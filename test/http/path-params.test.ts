@@ -2,11 +2,11 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApp } from '../../shared/http/app.js';
 import { STREAM_ID_PATTERN } from '../../shared/http/schemas.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
 import { type ProblemBody, ROOT_KEY, readJson, STORE_FACTORIES, T0 } from './harness.js';
 
 /**

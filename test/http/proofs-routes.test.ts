@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import {
   checkConsistency,
   verifyEventInclusion,
@@ -8,7 +9,6 @@ import { sha256 } from '../../shared/domain/hashing.js';
 import { HeadKeys, type SignedTreeHead } from '../../shared/domain/signed-head.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { headKey } from '../../shared/services/storage-keys.js';
 import {
   createHarness,
   events,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Compactor } from '../../shared/services/compactor.js';
+import { Compactor } from '../../shared/compaction/compactor.js';
 import { counterIds } from '../support/compaction.js';
 import {
   createHarness,

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { headKey, SNAPSHOT_INDEX_PREFIX, streamPk } from '../../shared/chain/storage-keys.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
-import { headKey, SNAPSHOT_INDEX_PREFIX, streamPk } from '../../shared/services/storage-keys.js';
 import {
   createHarness,
   events,

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { Ledger } from '../../shared/services/ledger.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { dedupBomb, SIXTY_FOUR_MIB_BOMB } from '../support/dedup-bomb.js';
 import {
   createHarness,

@@ -14,7 +14,7 @@ import {
 import { resolveConfig } from '../../infra/config.js';
 import { parseAwsSettings, RUNTIME_RESERVE_MIB } from '../../shared/config/settings.js';
 import { memoryOf } from '../../shared/domain/state-v2/index.js';
-import type { MemoryPool } from '../../shared/services/memory-pool.js';
+import type { MemoryPool } from '../../shared/state/memory-pool.js';
 import {
   actionsOf,
   allStatements,

@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../shared/domain/limits.js';
 import { createApp } from '../../shared/http/app.js';
-import { DEFAULT_LIMITS } from '../../shared/http/limits.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

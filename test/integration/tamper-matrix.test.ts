@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import {
   chunkKey,
   ckptSk,
@@ -10,18 +9,19 @@ import {
   streamPk,
   tileKey,
   tilesKey,
-} from '../../shared/services/storage-keys.js';
+} from '../../shared/chain/storage-keys.js';
 import {
   classifyObjectKey,
   classifyRecordKey,
   STORAGE_KINDS,
-} from '../../shared/services/storage-kinds.js';
+} from '../../shared/chain/storage-kinds.js';
 import {
   type Detection,
   MUTATIONS,
   type Mutation,
   type StorageKind,
-} from '../../shared/services/storage-kinds-model.js';
+} from '../../shared/chain/storage-kinds-model.js';
+import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import { allStores } from '../support/stores.js';
 import { CONTROL_CASES, controlCase, unclassified } from '../support/tamper-control.js';
 import {
@@ -46,7 +46,7 @@ import { JF, JF2, O, S, T, type TamperWorld, tamperWorld } from '../support/tamp
 
 /**
  * Issue 20, the tamper matrix that cannot go stale. The kinds come from the storage-kinds
- * module (shared/services/storage-kinds.ts), which says for each what detects its tampering:
+ * module (shared/chain/storage-kinds.ts), which says for each what detects its tampering:
  *
  * - after a scenario that writes one of every kind (test/support/tamper-world.ts), every
  *   record and object stored is claimed by a kind (a new kind written without an entry there

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ckptSk, labelKey, streamPk } from '../../shared/chain/storage-keys.js';
 import type { Item } from '../../shared/ports/record-store.js';
-import { ckptSk, labelKey, streamPk } from '../../shared/services/storage-keys.js';
 import { compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

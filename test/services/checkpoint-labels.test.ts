@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { streamIndexPk, streamPk } from '../../shared/chain/storage-keys.js';
 import {
   DivergenceError,
   InvalidInputError,
@@ -8,7 +9,6 @@ import {
 } from '../../shared/domain/errors.js';
 import type { DeltaOp, JsonObject } from '../../shared/domain/state.js';
 import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { streamIndexPk, streamPk } from '../../shared/services/storage-keys.js';
 import {
   compactionWorld,
   keysUnder,

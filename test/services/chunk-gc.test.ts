@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { chunkGcKey, chunkPrefix } from '../../shared/chain/storage-keys.js';
+import type { ChunkGcStep } from '../../shared/compaction/chunk-gc.js';
 import { CrashInjectedError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
-import type { ChunkGcStep } from '../../shared/services/chunk-gc.js';
-import type { SnapshotStep } from '../../shared/services/snapshot-v2.js';
-import { chunkGcKey, chunkPrefix } from '../../shared/services/storage-keys.js';
+import type { SnapshotStep } from '../../shared/state/snapshot-v2.js';
 import { meteredObjects } from '../support/chunk-world.js';
 import {
   compactionWorld,

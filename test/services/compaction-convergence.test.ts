@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CompactionReport } from '../../shared/compaction/compactor.js';
 import type { LedgerEvent } from '../../shared/domain/event.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
-import type { CompactionReport } from '../../shared/services/compactor.js';
 import {
   batch,
   compactionWorld,

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Reader } from '../../shared/chain/reader.js';
+import { snapshotIndexKey, streamPk } from '../../shared/chain/storage-keys.js';
+import type { CompactStep } from '../../shared/compaction/compact-types.js';
+import type { CompactionReport } from '../../shared/compaction/compactor.js';
 import { StreamNotFoundError } from '../../shared/domain/errors.js';
 import type { LedgerEvent } from '../../shared/domain/event.js';
 import { DELTA_EVENT } from '../../shared/domain/state.js';
 import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import type { CompactStep } from '../../shared/services/compact-types.js';
-import type { CompactionReport } from '../../shared/services/compactor.js';
-import { Reader } from '../../shared/services/reader.js';
-import { snapshotIndexKey, streamPk } from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

@@ -1,18 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CrashInjectedError } from '../../shared/domain/errors.js';
-import { DELTA_EVENT } from '../../shared/domain/state.js';
-import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import type { ObjectStore } from '../../shared/ports/object-store.js';
-import type { Item, RecordStore } from '../../shared/ports/record-store.js';
-import { Appender } from '../../shared/services/append.js';
-import { Reader } from '../../shared/services/reader.js';
+import { Reader } from '../../shared/chain/reader.js';
 import {
   baseDueKey,
   mergedSegmentKey,
   segmentKey,
   segmentPrefix,
   snapshotIndexKey,
-} from '../../shared/services/storage-keys.js';
+} from '../../shared/chain/storage-keys.js';
+import { Appender } from '../../shared/commit/append.js';
+import { CrashInjectedError } from '../../shared/domain/errors.js';
+import { DELTA_EVENT } from '../../shared/domain/state.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
+import type { ObjectStore } from '../../shared/ports/object-store.js';
+import type { Item, RecordStore } from '../../shared/ports/record-store.js';
 import {
   batch,
   compactionWorld,

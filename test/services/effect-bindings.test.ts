@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { effectRecordKey } from '../../shared/chain/storage-keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import type { Item } from '../../shared/ports/record-store.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { effectRecordKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

@@ -1,15 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { streamPk } from '../../shared/chain/storage-keys.js';
+import { Appender, type CommitStep } from '../../shared/commit/append.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { CrashInjectedError } from '../../shared/domain/errors.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
-import { Appender, type CommitStep } from '../../shared/services/append.js';
 import {
   EFFECT_COMPLETED,
   EffectService,
   type FinishRequest,
-} from '../../shared/services/effects.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { streamPk } from '../../shared/services/storage-keys.js';
+} from '../../shared/effects/effects.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Appender } from '../../shared/commit/append.js';
 import {
   CrashInjectedError,
   DrainingError,
@@ -7,9 +8,8 @@ import {
   LeaseHeldError,
 } from '../../shared/domain/errors.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { Appender } from '../../shared/services/append.js';
-import { type BeginOutcome, EFFECT_COMPLETED } from '../../shared/services/effects.js';
-import { Ledger } from '../../shared/services/ledger.js';
+import { type BeginOutcome, EFFECT_COMPLETED } from '../../shared/effects/effects.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 const T = 'acme';

@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toHead } from '../../shared/chain/layout.js';
+import { headKey, segmentKey, streamPk } from '../../shared/chain/storage-keys.js';
 import {
   StreamNotFoundError,
   TamperedLedgerError,
@@ -6,10 +8,8 @@ import {
 } from '../../shared/domain/errors.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
-import { toHead } from '../../shared/services/layout.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { headKey, segmentKey, streamPk } from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

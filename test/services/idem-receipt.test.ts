@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { clientIdempotencyKey } from '../../shared/chain/storage-keys.js';
+import { Appender, type AppendRequest } from '../../shared/commit/append.js';
 import type { EventInput } from '../../shared/domain/event.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { Appender, type AppendRequest } from '../../shared/services/append.js';
-import { clientIdempotencyKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

@@ -1,18 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  CLIENT_IDEMPOTENCY_PREFIX,
+  headKey,
+  legacyIdempotencyKey,
+  streamPk,
+} from '../../shared/chain/storage-keys.js';
+import { Appender, type AppendRequest, type CommitStep } from '../../shared/commit/append.js';
+import {
   CrashInjectedError,
   EffectMismatchError,
   IdempotencyKeyReusedError,
   StreamNotFoundError,
   StreamRecreatedError,
 } from '../../shared/domain/errors.js';
-import { Appender, type AppendRequest, type CommitStep } from '../../shared/services/append.js';
-import {
-  CLIENT_IDEMPOTENCY_PREFIX,
-  headKey,
-  legacyIdempotencyKey,
-  streamPk,
-} from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ckptSk, labelKey, streamPk } from '../../shared/chain/storage-keys.js';
 import { LabelExistsError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
-import { ckptSk, labelKey, streamPk } from '../../shared/services/storage-keys.js';
 import { compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { chunkPrefix } from '../../shared/chain/storage-keys.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { InvalidInputError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { chunksOfValue, MAX_CHUNK_BYTES } from '../../shared/domain/state-v2/index.js';
-import { chunkPrefix } from '../../shared/services/storage-keys.js';
-import { MAX_UPLOAD_BYTES } from '../../shared/services/values.js';
+import { MAX_UPLOAD_BYTES } from '../../shared/state/values.js';
 import {
   compactionWorld,
   GRACE,

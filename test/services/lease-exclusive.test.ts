@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Appender, type AppendRequest } from '../../shared/commit/append.js';
 import { CrashInjectedError, FencedError } from '../../shared/domain/errors.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
-import { Appender, type AppendRequest } from '../../shared/services/append.js';
-import { Ledger } from '../../shared/services/ledger.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

@@ -1,4 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Reader } from '../../shared/chain/reader.js';
+import { segmentKey } from '../../shared/chain/storage-keys.js';
+import { Appender, type AppendRequest, type CommitStep } from '../../shared/commit/append.js';
 import {
   CrashInjectedError,
   IdempotencyInProgressError,
@@ -9,9 +12,6 @@ import {
 } from '../../shared/domain/errors.js';
 import { type EventInput, genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
-import { Appender, type AppendRequest, type CommitStep } from '../../shared/services/append.js';
-import { Reader } from '../../shared/services/reader.js';
-import { segmentKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 const T = 'acme';

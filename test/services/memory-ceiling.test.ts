@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { type Chunk, memoryOf } from '../../shared/domain/state-v2/index.js';
-import { MemoryPool } from '../../shared/services/memory-pool.js';
+import { MemoryPool } from '../../shared/state/memory-pool.js';
 import { compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { dedupBomb } from '../support/dedup-bomb.js';
 import { allStores, type StorePair } from '../support/stores.js';

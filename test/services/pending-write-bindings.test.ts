@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { labelKey, pendingWriteSk, streamPk } from '../../shared/chain/storage-keys.js';
 import {
   type DigestedWrite,
   pendingWritesDigest,
@@ -8,8 +9,7 @@ import {
 } from '../../shared/domain/pending-writes.js';
 import { DELTA_EVENT } from '../../shared/domain/state.js';
 import type { Item, RecordStore } from '../../shared/ports/record-store.js';
-import { Checkpointer } from '../../shared/services/checkpoint.js';
-import { labelKey, pendingWriteSk, streamPk } from '../../shared/services/storage-keys.js';
+import { Checkpointer } from '../../shared/state/checkpoint.js';
 import { compactionWorld, manualClock, readAll, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { streamPk } from '../../shared/chain/storage-keys.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
-import { streamPk } from '../../shared/services/storage-keys.js';
 import { compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { chunkPrefix } from '../../shared/chain/storage-keys.js';
 import { InvalidInputError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { chunksOfValue, DEFAULT_WORK_BUDGET } from '../../shared/domain/state-v2/index.js';
-import { chunkPrefix } from '../../shared/services/storage-keys.js';
 import {
   compactionWorld,
   GRACE,

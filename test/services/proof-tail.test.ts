@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Reader } from '../../shared/chain/reader.js';
+import { SEGMENT_INDEX_PREFIX, streamPk, tilesKey } from '../../shared/chain/storage-keys.js';
 import {
   completedNodeIds,
   completedNodes,
@@ -9,11 +11,9 @@ import {
 } from '../../shared/domain/merkle/index.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { ProofService } from '../../shared/services/proofs.js';
-import { Reader } from '../../shared/services/reader.js';
-import { SEGMENT_INDEX_PREFIX, streamPk, tilesKey } from '../../shared/services/storage-keys.js';
-import { PROOF_LEAF_BUDGET } from '../../shared/services/tree-source.js';
-import { writeTreeTiles } from '../../shared/services/tree-tiles.js';
+import { ProofService } from '../../shared/proofs/proofs.js';
+import { PROOF_LEAF_BUDGET } from '../../shared/proofs/tree-source.js';
+import { writeTreeTiles } from '../../shared/proofs/tree-tiles.js';
 import { batch, compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { countingObjects } from '../support/counting.js';
 import { allStores, type StorePair } from '../support/stores.js';

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Reader } from '../../shared/chain/reader.js';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import { eventLeafHash, MemoryTree, verifyInclusion } from '../../shared/domain/merkle/index.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { PROOF_CONCURRENCY, ProofService } from '../../shared/services/proofs.js';
-import { Reader } from '../../shared/services/reader.js';
-import { headKey } from '../../shared/services/storage-keys.js';
+import { PROOF_CONCURRENCY, ProofService } from '../../shared/proofs/proofs.js';
 import { batch, compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { streamPk } from '../../shared/chain/storage-keys.js';
 import { PrunedError, StreamNotFoundError } from '../../shared/domain/errors.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { streamPk } from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

@@ -6,12 +6,12 @@ import {
   type SecretSource,
   SigningKeyPinError,
 } from '../../shared/adapters/aws/signing-secret.js';
-import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import {
   checkSigningKeys,
   recordedSigningKeys,
   SigningKeyMissingError,
-} from '../../shared/services/signing-keys.js';
+} from '../../shared/keys/signing-keys.js';
+import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

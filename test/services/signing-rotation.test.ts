@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { rotateSigningSecret, signingRingOf } from '../../shared/adapters/aws/signing-secret.js';
 import { checkConsistency, verifyReceipt } from '../../shared/client/proofs.js';
 import { HeadKeys } from '../../shared/domain/signed-head.js';
-import { Ledger } from '../../shared/services/ledger.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import { batch, manualClock } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { chunkKey, chunkPrefix } from '../../shared/chain/storage-keys.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
-import type { Ledger } from '../../shared/services/ledger.js';
-import { chunkKey, chunkPrefix } from '../../shared/services/storage-keys.js';
+import type { Ledger } from '../../shared/ledger/ledger.js';
 import { meteredLedger } from '../support/chunk-world.js';
 import { keysUnder } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';

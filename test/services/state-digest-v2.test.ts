@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { decodeAnySnapshot } from '../../shared/domain/snapshot.js';
 import {
@@ -12,9 +13,8 @@ import {
 } from '../../shared/domain/state.js';
 import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { escapeSegment } from '../../shared/domain/state-v2/pointer.js';
-import { Checkpointer, StateCache } from '../../shared/services/checkpoint.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { headKey } from '../../shared/services/storage-keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
+import { Checkpointer, StateCache } from '../../shared/state/checkpoint.js';
 import { allStores, type StorePair } from '../support/stores.js';
 import { choiceArb, deltaFor, stateArb } from '../unit/state-v2-arbitraries.js';
 

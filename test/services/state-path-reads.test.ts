@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { chunkKey, chunkPrefix } from '../../shared/chain/storage-keys.js';
 import { verifyStateProof } from '../../shared/client/state-proofs.js';
 import type { JsonValue } from '../../shared/domain/canonical.js';
 import { NotFoundError, PrunedError, TamperedLedgerError } from '../../shared/domain/errors.js';
 import type { DeltaOp } from '../../shared/domain/state.js';
 import { proveState, type StateProof, walk } from '../../shared/domain/state-v2/index.js';
-import type { Ledger, LedgerSettings } from '../../shared/services/ledger.js';
-import { readStateValue, type StateValue } from '../../shared/services/state-read.js';
-import { chunkKey, chunkPrefix } from '../../shared/services/storage-keys.js';
+import type { Ledger, LedgerSettings } from '../../shared/ledger/ledger.js';
+import { readStateValue, type StateValue } from '../../shared/state/state-read.js';
 import { meteredLedger } from '../support/chunk-world.js';
 import { batch, compactionWorld, manualClock, settle } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';

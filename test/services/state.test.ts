@@ -2,6 +2,9 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import { Reader } from '../../shared/chain/reader.js';
+import { Appender } from '../../shared/commit/append.js';
+import { CheckpointLabels } from '../../shared/commit/labels.js';
 import {
   DivergenceError,
   InvalidDeltaError,
@@ -10,11 +13,8 @@ import {
 } from '../../shared/domain/errors.js';
 import { applyOps, DELTA_EVENT, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
 import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { Appender } from '../../shared/services/append.js';
-import { Checkpointer } from '../../shared/services/checkpoint.js';
-import { CheckpointLabels } from '../../shared/services/labels.js';
-import { Reader } from '../../shared/services/reader.js';
-import { StateStore } from '../../shared/services/state.js';
+import { Checkpointer } from '../../shared/state/checkpoint.js';
+import { StateStore } from '../../shared/state/state.js';
 import { countingObjects } from '../support/counting.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { streamIndexPk } from '../../shared/chain/storage-keys.js';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import { streamIndexPk } from '../../shared/services/storage-keys.js';
 import {
   batch,
   compactionWorld,

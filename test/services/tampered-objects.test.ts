@@ -1,14 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DeltaOp } from '../../shared/domain/state.js';
-import type { Item } from '../../shared/ports/record-store.js';
-import { toSnapshotIndex } from '../../shared/services/layout.js';
-import { readStateValue } from '../../shared/services/state-read.js';
+import { toSnapshotIndex } from '../../shared/chain/layout.js';
 import {
   chunkPrefix,
   SNAPSHOT_INDEX_PREFIX,
   snapshotIndexKey,
   streamPk,
-} from '../../shared/services/storage-keys.js';
+} from '../../shared/chain/storage-keys.js';
+import type { DeltaOp } from '../../shared/domain/state.js';
+import type { Item } from '../../shared/ports/record-store.js';
+import { readStateValue } from '../../shared/state/state-read.js';
 import { compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 

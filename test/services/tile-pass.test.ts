@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Reader } from '../../shared/chain/reader.js';
+import { SEGMENT_INDEX_PREFIX, tileKey, tilesKey } from '../../shared/chain/storage-keys.js';
 import { ConflictError, CrashInjectedError } from '../../shared/domain/errors.js';
 import {
   emptyEdge,
@@ -9,13 +11,11 @@ import {
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore, TransactOp } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { Reader } from '../../shared/services/reader.js';
-import { SEGMENT_INDEX_PREFIX, tileKey, tilesKey } from '../../shared/services/storage-keys.js';
 import {
   TILE_WRITE_CONCURRENCY,
   type TreeTilesVisit,
   writeTreeTiles,
-} from '../../shared/services/tree-tiles.js';
+} from '../../shared/proofs/tree-tiles.js';
 import {
   batch,
   compactionWorld,

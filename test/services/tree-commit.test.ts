@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toHead } from '../../shared/chain/layout.js';
+import { Reader } from '../../shared/chain/reader.js';
+import { headKey, witnessKey } from '../../shared/chain/storage-keys.js';
+import { Appender, type AppendRequest, type CommitStep } from '../../shared/commit/append.js';
 import { CrashInjectedError } from '../../shared/domain/errors.js';
 import type { EventInput } from '../../shared/domain/event.js';
 import { eventLeafHash, hashToHex, MemoryTree } from '../../shared/domain/merkle/index.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { Appender, type AppendRequest, type CommitStep } from '../../shared/services/append.js';
-import { toHead } from '../../shared/services/layout.js';
-import { Reader } from '../../shared/services/reader.js';
-import { headKey, witnessKey } from '../../shared/services/storage-keys.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**

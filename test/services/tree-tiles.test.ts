@@ -1,4 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toHead } from '../../shared/chain/layout.js';
+import { Reader } from '../../shared/chain/reader.js';
+import { headKey, tileKey, tilesKey } from '../../shared/chain/storage-keys.js';
 import { TamperedLedgerError } from '../../shared/domain/errors.js';
 import {
   eventLeafHash,
@@ -8,11 +11,8 @@ import {
   verifyInclusion,
 } from '../../shared/domain/merkle/index.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { toHead } from '../../shared/services/layout.js';
-import { ProofService } from '../../shared/services/proofs.js';
-import { Reader } from '../../shared/services/reader.js';
-import { headKey, tileKey, tilesKey } from '../../shared/services/storage-keys.js';
-import { writeTreeTiles } from '../../shared/services/tree-tiles.js';
+import { ProofService } from '../../shared/proofs/proofs.js';
+import { writeTreeTiles } from '../../shared/proofs/tree-tiles.js';
 import {
   batch,
   compactionWorld,

@@ -1,17 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TamperedLedgerError } from '../../shared/domain/errors.js';
-import type { DeltaOp } from '../../shared/domain/state.js';
-import { chunksOfValue, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
-import type { Item } from '../../shared/ports/record-store.js';
-import { toSegmentIndex } from '../../shared/services/layout.js';
-import { readStateValue } from '../../shared/services/state-read.js';
+import { toSegmentIndex } from '../../shared/chain/layout.js';
 import {
   chunkKey,
   headKey,
   SEGMENT_INDEX_PREFIX,
   snapshotIndexKey,
   streamPk,
-} from '../../shared/services/storage-keys.js';
+} from '../../shared/chain/storage-keys.js';
+import { TamperedLedgerError } from '../../shared/domain/errors.js';
+import type { DeltaOp } from '../../shared/domain/state.js';
+import { chunksOfValue, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
+import type { Item } from '../../shared/ports/record-store.js';
+import { readStateValue } from '../../shared/state/state-read.js';
 import {
   compactionWorld,
   type ManualClock,

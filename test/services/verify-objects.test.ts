@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TamperedLedgerError } from '../../shared/domain/errors.js';
-import { sha256Hex } from '../../shared/domain/hashing.js';
-import { type SnapshotIndexRecord, toSnapshotIndex } from '../../shared/services/layout.js';
+import { type SnapshotIndexRecord, toSnapshotIndex } from '../../shared/chain/layout.js';
 import {
   chunkKey,
   SNAPSHOT_INDEX_PREFIX,
   snapshotIndexKey,
   streamPk,
-} from '../../shared/services/storage-keys.js';
+} from '../../shared/chain/storage-keys.js';
+import { TamperedLedgerError } from '../../shared/domain/errors.js';
+import { sha256Hex } from '../../shared/domain/hashing.js';
 import {
   compactionWorld,
   keysUnder,

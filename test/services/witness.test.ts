@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toHead } from '../../shared/chain/layout.js';
+import { headKey, witnessKey } from '../../shared/chain/storage-keys.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
-import { toHead } from '../../shared/services/layout.js';
-import { headKey, witnessKey } from '../../shared/services/storage-keys.js';
-import { readWitness } from '../../shared/services/witness.js';
+import { readWitness } from '../../shared/proofs/witness.js';
 import { batch, compactionWorld, manualClock, type World } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
 import { makeWitness } from '../support/witness.js';

@@ -1,5 +1,5 @@
+import { Ledger, type LedgerSettings } from '../../shared/ledger/ledger.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
-import { Ledger, type LedgerSettings } from '../../shared/services/ledger.js';
 import type { StorePair } from './stores.js';
 
 /**

@@ -1,16 +1,4 @@
 import { expect } from 'vitest';
-import { CrashInjectedError } from '../../shared/domain/errors.js';
-import type { EventInput, LedgerEvent } from '../../shared/domain/event.js';
-import type { IdSource } from '../../shared/ports/clock.js';
-import type { ObjectStore } from '../../shared/ports/object-store.js';
-import type { Item, RecordStore } from '../../shared/ports/record-store.js';
-import type { CompactStep } from '../../shared/services/compact-types.js';
-import {
-  type CompactionReport,
-  Compactor,
-  type CompactorOptions,
-} from '../../shared/services/compactor.js';
-import { Ledger, type LedgerSettings } from '../../shared/services/ledger.js';
 import {
   duePk,
   markerPk,
@@ -18,7 +6,19 @@ import {
   segmentPrefix,
   streamPk,
   WORK_SHARDS,
-} from '../../shared/services/storage-keys.js';
+} from '../../shared/chain/storage-keys.js';
+import type { CompactStep } from '../../shared/compaction/compact-types.js';
+import {
+  type CompactionReport,
+  Compactor,
+  type CompactorOptions,
+} from '../../shared/compaction/compactor.js';
+import { CrashInjectedError } from '../../shared/domain/errors.js';
+import type { EventInput, LedgerEvent } from '../../shared/domain/event.js';
+import { Ledger, type LedgerSettings } from '../../shared/ledger/ledger.js';
+import type { IdSource } from '../../shared/ports/clock.js';
+import type { ObjectStore } from '../../shared/ports/object-store.js';
+import type { Item, RecordStore } from '../../shared/ports/record-store.js';
 import type { StorePair } from './stores.js';
 
 /** A clock the test moves by hand. */

@@ -1,11 +1,11 @@
 import { pino } from 'pino';
+import { segmentKey, streamPk } from '../../shared/chain/storage-keys.js';
 import { HefestoClient, type HefestoClientOptions } from '../../shared/client/client.js';
 import { createApp } from '../../shared/http/app.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import type { Item } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
-import { KeyService } from '../../shared/services/keys.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { segmentKey, streamPk } from '../../shared/services/storage-keys.js';
 import type { StorePair } from './stores.js';
 
 /**

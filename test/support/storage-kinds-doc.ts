@@ -1,9 +1,9 @@
-import { STORAGE_KINDS } from '../../shared/services/storage-kinds.js';
+import { STORAGE_KINDS } from '../../shared/chain/storage-kinds.js';
 import {
   type Detection,
   MUTATIONS,
   type StorageKind,
-} from '../../shared/services/storage-kinds-model.js';
+} from '../../shared/chain/storage-kinds-model.js';
 
 /**
  * The tables of docs/ledger-format.md, "Storage kinds and the tamper matrix", as the module

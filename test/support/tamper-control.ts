@@ -1,16 +1,16 @@
 import { expect } from 'vitest';
-import { TamperedHistoryError } from '../../shared/client/proofs.js';
-import { MemoryTrustStore } from '../../shared/client/trust-store.js';
-import type { SignedTreeHead } from '../../shared/domain/signed-head.js';
-import type { Item } from '../../shared/ports/record-store.js';
-import { checkSigningKeys, SigningKeyMissingError } from '../../shared/services/signing-keys.js';
 import {
   apiKeyRecordKey,
   streamIndexKey,
   writerLeaseKey,
-} from '../../shared/services/storage-keys.js';
-import { classifyObjectKey, classifyRecordKey } from '../../shared/services/storage-kinds.js';
-import type { StorageKind } from '../../shared/services/storage-kinds-model.js';
+} from '../../shared/chain/storage-keys.js';
+import { classifyObjectKey, classifyRecordKey } from '../../shared/chain/storage-kinds.js';
+import type { StorageKind } from '../../shared/chain/storage-kinds-model.js';
+import { TamperedHistoryError } from '../../shared/client/proofs.js';
+import { MemoryTrustStore } from '../../shared/client/trust-store.js';
+import type { SignedTreeHead } from '../../shared/domain/signed-head.js';
+import { checkSigningKeys, SigningKeyMissingError } from '../../shared/keys/signing-keys.js';
+import type { Item } from '../../shared/ports/record-store.js';
 import { inStream, keysOfKind, resync, Tamperer } from './tamper-mutations.js';
 import type { Answer } from './tamper-probes.js';
 import { runReads, runVerify } from './tamper-probes.js';

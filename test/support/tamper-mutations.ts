@@ -1,7 +1,7 @@
+import { streamObjectPrefix, streamPk } from '../../shared/chain/storage-keys.js';
+import { classifyObjectKey, classifyRecordKey } from '../../shared/chain/storage-kinds.js';
+import type { Mutation, StorageKind } from '../../shared/chain/storage-kinds-model.js';
 import type { Item, ItemKey } from '../../shared/ports/record-store.js';
-import { streamObjectPrefix, streamPk } from '../../shared/services/storage-keys.js';
-import { classifyObjectKey, classifyRecordKey } from '../../shared/services/storage-kinds.js';
-import type { Mutation, StorageKind } from '../../shared/services/storage-kinds-model.js';
 import { type Inventory, recordId, storedObjects, storedRecordKeys } from './tamper-stores.js';
 import { T, type TamperWorld } from './tamper-world.js';
 

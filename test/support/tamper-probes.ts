@@ -3,15 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ServerType, serve } from '@hono/node-server';
+import type { TamperedObject } from '../../shared/chain/tampered.js';
+import { objectOf } from '../../shared/chain/tampered.js';
 import type { HefestoClient } from '../../shared/client/client.js';
 import { TamperedHistoryError } from '../../shared/client/proofs.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import { canonicalJson, type JsonValue } from '../../shared/domain/canonical.js';
 import { HefestoError, TamperedLedgerError } from '../../shared/domain/errors.js';
-import type { Ledger } from '../../shared/services/ledger.js';
-import { readStateValue } from '../../shared/services/state-read.js';
-import type { TamperedObject } from '../../shared/services/tampered.js';
-import { objectOf } from '../../shared/services/tampered.js';
+import type { Ledger } from '../../shared/ledger/ledger.js';
+import { readStateValue } from '../../shared/state/state-read.js';
 import { runCliHere } from '../cli/in-process.js';
 import {
   appOf,

@@ -1,16 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, TamperedLedgerError } from '../../shared/domain/errors.js';
-import { genesisHash, type SealedEvent, sealBatch } from '../../shared/domain/event.js';
-import { decodeSegment, encodeSegment, mergeSegments } from '../../shared/domain/segment.js';
-import { planRuns } from '../../shared/services/compact-merge.js';
-import type { SegmentIndexRecord } from '../../shared/services/layout.js';
+import type { SegmentIndexRecord } from '../../shared/chain/layout.js';
 import {
   firstSeqOfKey,
   mergedSegmentKey,
   parseSegmentKey,
   segmentKey,
-} from '../../shared/services/storage-keys.js';
+} from '../../shared/chain/storage-keys.js';
+import { planRuns } from '../../shared/compaction/compact-merge.js';
+import { InvalidInputError, TamperedLedgerError } from '../../shared/domain/errors.js';
+import { genesisHash, type SealedEvent, sealBatch } from '../../shared/domain/event.js';
+import { decodeSegment, encodeSegment, mergeSegments } from '../../shared/domain/segment.js';
 
 const T = 'acme';
 const S = 'run-1';

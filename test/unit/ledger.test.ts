@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { firstSeqOfKey, segmentKey } from '../../shared/chain/storage-keys.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { InvalidInputError, TamperedLedgerError } from '../../shared/domain/errors.js';
 import {
@@ -13,7 +14,6 @@ import {
 import { sha256Hex } from '../../shared/domain/hashing.js';
 import { decodeSegment, encodeSegment } from '../../shared/domain/segment.js';
 import { decodeChain, verifyEvents, verifySegments } from '../../shared/domain/verify.js';
-import { firstSeqOfKey, segmentKey } from '../../shared/services/storage-keys.js';
 
 const TENANT = 'acme';
 const STREAM = 'run-1';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Pacer } from '../../shared/services/loop-turns.js';
+import { Pacer } from '../../shared/state/loop-turns.js';
 
 /**
  * Issue 21 item 3: the pacer that spreads long work over turns of the event loop. A fake

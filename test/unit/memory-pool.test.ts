@@ -4,7 +4,7 @@ import {
   type MemoryAccount,
   MemoryPool,
   type Reclaimable,
-} from '../../shared/services/memory-pool.js';
+} from '../../shared/state/memory-pool.js';
 
 /**
  * Issue 21 item 3: one memory ceiling for the process (memory-pool.ts). Requests charge what

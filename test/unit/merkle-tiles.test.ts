@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { tileKey } from '../../shared/chain/storage-keys.js';
 import { InvalidFormatError, InvalidInputError } from '../../shared/domain/errors.js';
 import { sha256 } from '../../shared/domain/hashing.js';
 import {
@@ -27,7 +28,6 @@ import {
   tilesForInclusion,
   tileWidth,
 } from '../../shared/domain/merkle/index.js';
-import { tileKey } from '../../shared/services/storage-keys.js';
 
 const leaves = (n: number, from = 0) =>
   Array.from({ length: n }, (_, i) => leafHash(sha256(`tile leaf ${from + i}`)));

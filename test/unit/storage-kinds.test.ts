@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { ItemKey } from '../../shared/ports/record-store.js';
-import * as keys from '../../shared/services/storage-keys.js';
+import * as keys from '../../shared/chain/storage-keys.js';
 import {
   classifyObjectKey,
   classifyRecordKey,
   STORAGE_KINDS,
-} from '../../shared/services/storage-kinds.js';
-import { MUTATIONS } from '../../shared/services/storage-kinds-model.js';
+} from '../../shared/chain/storage-kinds.js';
+import { MUTATIONS } from '../../shared/chain/storage-kinds-model.js';
+import type { ItemKey } from '../../shared/ports/record-store.js';
 import {
   CHAIN_BOUND_HEADER,
   chainBoundRows,
@@ -21,7 +21,7 @@ import { unclassified } from '../support/tamper-control.js';
 import { LIMITED_READS } from '../support/tamper-probes.js';
 
 /**
- * The storage-kinds module (shared/services/storage-kinds.ts) against the keys the builders
+ * The storage-kinds module (shared/chain/storage-kinds.ts) against the keys the builders
  * of storage-keys.ts make, and against docs/ledger-format.md, "Storage kinds and the tamper
  * matrix". The tamper matrix itself is test/integration/tamper-matrix.test.ts.
  */

@@ -3,14 +3,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import { headKey } from '../../shared/chain/storage-keys.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
 import { sha256Hex } from '../../shared/domain/hashing.js';
 import { applyOps, type DeltaOp, type JsonObject } from '../../shared/domain/state.js';
 import { digestV2 } from '../../shared/domain/state-v2/index.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
 import type { Item } from '../../shared/ports/record-store.js';
-import { Ledger } from '../../shared/services/ledger.js';
-import { readStateValue } from '../../shared/services/state-read.js';
-import { headKey } from '../../shared/services/storage-keys.js';
+import { readStateValue } from '../../shared/state/state-read.js';
 import { awsStores, localStores, type StorePair } from '../support/stores.js';
 
 /**

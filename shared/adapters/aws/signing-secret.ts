@@ -26,7 +26,7 @@ import { Ed25519Signer, KeyRing } from '../../ports/signer.js';
  * - the stack pins the valid key ids (HEFESTO_SIGNING_KEY_IDS, from the `signingKeyIds`
  *   context): the ring's current key must be one of them and each must be in the ring
  *   (`checkPinnedKeyIds`); a rotation adds the new id to the pin and deploys;
- * - the record of keys that signed heads (shared/services/signing-keys.ts) must be in the
+ * - the record of keys that signed heads (shared/keys/signing-keys.ts) must be in the
  *   ring, as in embedded mode.
  */
 

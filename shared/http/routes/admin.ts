@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Compactor } from '../../compaction/compactor.js';
 import { ForbiddenError } from '../../domain/errors.js';
-import type { Compactor } from '../../services/compactor.js';
-import type { KeyService } from '../../services/keys.js';
+import type { KeyService } from '../../keys/keys.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { AUTH_ERRORS, errorResponses, STORAGE_ERRORS } from '../openapi-errors.js';

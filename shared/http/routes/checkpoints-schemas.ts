@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { LABEL_PATTERN } from '../../services/labels.js';
-import { MAX_TASK_BYTES, MAX_WRITES_PER_CALL } from '../../services/pending-writes.js';
+import { LABEL_PATTERN } from '../../commit/labels.js';
+import { MAX_TASK_BYTES, MAX_WRITES_PER_CALL } from '../../state/pending-writes.js';
 import { queryInt, queryIntDefault } from '../query-int.js';
 import { STREAM_ID_PATTERN } from '../schemas.js';
 import { ValueRef } from '../state-schemas.js';

@@ -1,13 +1,13 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { JsonValue } from '../../domain/canonical.js';
 import { InvalidInputError, PayloadTooLargeError } from '../../domain/errors.js';
-import type { KeyService } from '../../services/keys.js';
-import type { Ledger } from '../../services/ledger.js';
+import type { HttpLimits } from '../../domain/limits.js';
+import type { KeyService } from '../../keys/keys.js';
+import type { Ledger } from '../../ledger/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { FencingHeaders } from '../effect-schemas.js';
 import { jsonBodyOf } from '../json-body.js';
-import type { HttpLimits } from '../limits.js';
 import { BEARER_SECURITY, json, problemResponses, StreamParams } from '../schemas.js';
 import {
   CheckpointLabel,

@@ -2,9 +2,10 @@ import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { JsonValue } from '../../domain/canonical.js';
 import { NotFoundError } from '../../domain/errors.js';
-import type { KeyService } from '../../services/keys.js';
-import type { LeaseRecord } from '../../services/leases.js';
-import type { Ledger } from '../../services/ledger.js';
+import type { HttpLimits } from '../../domain/limits.js';
+import type { KeyService } from '../../keys/keys.js';
+import type { LeaseRecord } from '../../leases/leases.js';
+import type { Ledger } from '../../ledger/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import {
@@ -25,7 +26,6 @@ import {
   SagaParams,
 } from '../effect-schemas.js';
 import { jsonBodyOf } from '../json-body.js';
-import type { HttpLimits } from '../limits.js';
 import {
   APPEND_ERRORS,
   errorResponses,

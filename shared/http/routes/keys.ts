@@ -1,9 +1,9 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import type { KeyService } from '../../services/keys.js';
+import type { HttpLimits } from '../../domain/limits.js';
+import type { KeyService } from '../../keys/keys.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { jsonBodyOf } from '../json-body.js';
-import type { HttpLimits } from '../limits.js';
 import { AUTH_ERRORS, errorResponses, STORAGE_ERRORS, WRITE_ERRORS } from '../openapi-errors.js';
 import { BEARER_SECURITY, CreatedKey, CreateKeyBody, json, KeyParams } from '../schemas.js';
 

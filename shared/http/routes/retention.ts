@@ -1,11 +1,11 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import type { KeyService } from '../../services/keys.js';
-import type { Ledger } from '../../services/ledger.js';
-import type { RetentionView } from '../../services/retention.js';
+import type { RetentionView } from '../../compaction/retention.js';
+import type { HttpLimits } from '../../domain/limits.js';
+import type { KeyService } from '../../keys/keys.js';
+import type { Ledger } from '../../ledger/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { jsonBodyOf } from '../json-body.js';
-import type { HttpLimits } from '../limits.js';
 import { errorResponses, READ_ERRORS, WRITE_ERRORS } from '../openapi-errors.js';
 import { BEARER_SECURITY, json, StreamParams } from '../schemas.js';
 

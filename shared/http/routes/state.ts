@@ -1,18 +1,18 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { checkMeta } from '../../commit/labels.js';
 import type { JsonValue } from '../../domain/canonical.js';
 import { canonicalJson } from '../../domain/canonical.js';
 import { InvalidInputError, PayloadTooLargeError } from '../../domain/errors.js';
+import { checkOpsDepth, type HttpLimits } from '../../domain/limits.js';
 import type { DeltaOp } from '../../domain/state.js';
-import type { KeyService } from '../../services/keys.js';
-import { checkMeta } from '../../services/labels.js';
-import type { Ledger } from '../../services/ledger.js';
-import { readStateValue } from '../../services/state-read.js';
+import type { KeyService } from '../../keys/keys.js';
+import type { Ledger } from '../../ledger/ledger.js';
+import { readStateValue } from '../../state/state-read.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { requestDigest } from '../idempotency-key.js';
 import { jsonBodyOf } from '../json-body.js';
 import { jsonStream } from '../json-stream.js';
-import { checkOpsDepth, type HttpLimits } from '../limits.js';
 import {
   APPEND_ERRORS,
   errorResponses,

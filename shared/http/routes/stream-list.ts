@@ -1,6 +1,6 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
-import type { KeyService } from '../../services/keys.js';
-import type { Ledger } from '../../services/ledger.js';
+import type { KeyService } from '../../keys/keys.js';
+import type { Ledger } from '../../ledger/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { BEARER_SECURITY, json, problemResponses } from '../schemas.js';

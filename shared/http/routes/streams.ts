@@ -1,14 +1,14 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { EventInput } from '../../domain/event.js';
+import { checkAppendLimits, type HttpLimits } from '../../domain/limits.js';
 import { digestVersionOf } from '../../domain/state-digest.js';
-import type { KeyService } from '../../services/keys.js';
-import type { Ledger } from '../../services/ledger.js';
+import type { KeyService } from '../../keys/keys.js';
+import type { Ledger } from '../../ledger/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { eventsPageJson } from '../events-json.js';
 import { requestDigest } from '../idempotency-key.js';
 import { jsonBodyOf } from '../json-body.js';
-import { checkAppendLimits, type HttpLimits } from '../limits.js';
 import {
   APPEND_ERRORS,
   errorResponses,

@@ -1,11 +1,11 @@
 import { pino } from 'pino';
+import { Compactor } from '../../../shared/compaction/compactor.js';
+import { DEFAULT_LIMITS, type HttpLimits } from '../../../shared/domain/limits.js';
 import { createApp } from '../../../shared/http/app.js';
-import { DEFAULT_LIMITS, type HttpLimits } from '../../../shared/http/limits.js';
+import { KeyService, type Scope } from '../../../shared/keys/keys.js';
+import { Ledger } from '../../../shared/ledger/ledger.js';
 import type { IdSource } from '../../../shared/ports/clock.js';
-import { Compactor } from '../../../shared/services/compactor.js';
-import { Drainer } from '../../../shared/services/drain.js';
-import { KeyService, type Scope } from '../../../shared/services/keys.js';
-import { Ledger } from '../../../shared/services/ledger.js';
+import { Drainer } from '../../../shared/state/drain.js';
 import { readContent, type StoredContent, storesFrom } from './stores.js';
 
 /**
