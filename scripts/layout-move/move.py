@@ -18,7 +18,7 @@ ROOMS = {
   'verify': ['verifier'],
   'ledger': ['ledger'],
 }
-EXTRA = {'shared/http/limits.ts': 'shared/domain/limits.ts'}
+EXTRA = {'shared/domain/limits.ts': 'shared/domain/limits.ts'}
 EXTRA.update(json.loads(os.environ.get('MOVE_EXTRA', '{}')))  # {"old/path.ts": "new/path.ts"}
 
 def mapping():

@@ -27,7 +27,7 @@ block = m.group(0)
 s = s.replace(block, "export type { WriteOptions } from './types.js';\n")
 s = s.replace("  VerifyResult,\n} from './types.js';", "  VerifyResult,\n  WriteOptions,\n} from './types.js';", 1)
 open(p, 'w').write(s)
-t = 'shared/client/types.ts'; open(t, 'w').write(open(t).read().rstrip('\n') + '\n\n' + block)
+t = 'shared/client/types.ts'; old = open(t).read(); open(t, 'w').write(old.rstrip('\n') + '\n\n' + block)
 edit('shared/client/set-value.ts', [
   ("import type { HefestoClient, WriteOptions } from './client.js';\n", ""),
   ("import type { CheckpointResult, DeltaOp, Json } from './types.js';", "import type { CheckpointResult, DeltaOp, Json, WriteOptions } from './types.js';"),
