@@ -103,8 +103,8 @@ if [[ ! -d node_modules || ! -f node_modules/.package-lock.json ||
   npm ci
 fi
 
-echo '[test] biome check .' >&2
-npx biome check .
+echo '[test] npm run lint (biome check ., scripts/check-imports.mjs)' >&2
+npm run --silent lint
 
 echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
