@@ -48,8 +48,10 @@ import { WorkingState } from './working-state.js';
  *
  * Base snapshots: the request that commits the K-th delta writes the full state as its own
  * object (put-if-absent) after the commit, from the canonical JSON it already computed for
- * the digest; it never holds the head or another append. If it dies first, the next
- * hydration that applies K deltas writes the missing base.
+ * the digest; it never holds the head or another append. The commit's transaction also
+ * writes a base-due marker for that seq (commit-extras.ts), so if the request dies before the
+ * base is written, the compactor writes it from the marker (compactor.ts #writeDueBases);
+ * hydration never writes a base, it only starts from an older one meanwhile.
  *
  * Digests follow the head's `digestVersion` (records-v2): a stream created now is v2 (the
  * Merkle digest, re-hashing only the paths the ops touch, from the tree kept in the warm
