@@ -63,9 +63,16 @@ export const memoryStores: StoreFactory = {
   },
 };
 
+/**
+ * `npm run test:quick` (HEFESTO_TEST_TIER=quick): the memory adapter only, for the edit loop;
+ * `npm test` runs every adapter.
+ */
+export const quickTier = (env: NodeJS.ProcessEnv = process.env): boolean =>
+  env.HEFESTO_TEST_TIER === 'quick';
+
 export const localStores: StoreFactory = {
   name: 'local',
-  enabled: true,
+  enabled: !quickTier(),
   make: async (clock) => {
     const dir = mkdtempSync(join(tmpdir(), 'hefesto-svc-'));
     const objects = new LocalObjectStore({ dir: join(dir, 'objects') });
@@ -93,7 +100,7 @@ export const localStores: StoreFactory = {
 
 export const awsStores: StoreFactory = {
   name: 'aws',
-  enabled: hasAwsEmulators(),
+  enabled: hasAwsEmulators() && !quickTier(),
   make: async (clock) => {
     const s3 = makeS3Client({ maxAttempts: 3 });
     const dynamo = makeDynamoClient({ maxAttempts: 3 });
