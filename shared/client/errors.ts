@@ -1,3 +1,5 @@
+import type { PublicErrorCode } from '../domain/errors.js';
+
 /**
  * Errors of the Hefesto client. A server error keeps the server's stable `code` (the API);
  * the message is for people.
@@ -11,32 +13,7 @@
  * const code: ServerErrorCode = 'ErrSeqConflict';
  * ```
  */
-export type ServerErrorCode =
-  | 'ErrInvalidInput'
-  | 'ErrUnauthorized'
-  | 'ErrForbidden'
-  | 'ErrStreamNotFound'
-  | 'ErrNotFound'
-  | 'ErrSeqConflict'
-  | 'ErrDivergenceDetected'
-  | 'ErrIdempotencyInProgress'
-  | 'ErrIdempotencyKeyReused'
-  | 'ErrStreamExists'
-  | 'ErrStreamRecreated'
-  | 'ErrFenced'
-  | 'ErrLeaseHeld'
-  | 'ErrDraining'
-  | 'ErrEffectNotHeld'
-  | 'ErrEffectMismatch'
-  | 'ErrPruned'
-  | 'ErrInvalidDelta'
-  | 'ErrPayloadTooLarge'
-  | 'ErrUnsupportedMediaType'
-  | 'ErrTamperedLedger'
-  | 'ErrUnavailable'
-  | 'ErrInternal'
-  | 'ErrLabelExists'
-  | (string & {});
+export type ServerErrorCode = PublicErrorCode | (string & {});
 
 /**
  * An RFC 9457 problem body as the server sends it.

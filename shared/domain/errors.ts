@@ -4,35 +4,54 @@
  * used by the HTTP error handler alone.
  */
 
-export type ErrorCode =
-  | 'ErrTamperedLedger'
-  | 'ErrDivergenceDetected'
-  | 'ErrFenced'
-  | 'ErrLeaseHeld'
-  | 'ErrDraining'
-  | 'ErrEffectNotHeld'
-  | 'ErrEffectMismatch'
-  | 'ErrSeqConflict'
-  | 'ErrConflict'
-  | 'ErrUnavailable'
-  | 'ErrInvalidInput'
-  | 'ErrInvalidFormat'
-  | 'ErrStreamNotFound'
-  | 'ErrPruned'
-  | 'ErrNotFound'
-  | 'ErrIdempotencyKeyReused'
-  | 'ErrIdempotencyInProgress'
-  | 'ErrCrashInjected'
-  | 'ErrInvalidDelta'
-  | 'ErrStreamExists'
-  | 'ErrStreamRecreated'
-  | 'ErrPayloadTooLarge'
-  | 'ErrUnsupportedMediaType'
-  | 'ErrUnauthorized'
-  | 'ErrForbidden'
-  | 'ErrMethodNotAllowed'
-  | 'ErrInternal'
-  | 'ErrLabelExists';
+/**
+ * The codes the API answers with (the RFC 9457 `code` member): the one public list. The HTTP
+ * status table (http/status-table.ts), the OpenAPI examples, the README's error table and the
+ * client's `ServerErrorCode` are all this list.
+ */
+export const PUBLIC_ERROR_CODES = [
+  'ErrTamperedLedger',
+  'ErrDivergenceDetected',
+  'ErrFenced',
+  'ErrLeaseHeld',
+  'ErrDraining',
+  'ErrEffectNotHeld',
+  'ErrEffectMismatch',
+  'ErrSeqConflict',
+  'ErrUnavailable',
+  'ErrInvalidInput',
+  'ErrInvalidFormat',
+  'ErrStreamNotFound',
+  'ErrPruned',
+  'ErrNotFound',
+  'ErrIdempotencyKeyReused',
+  'ErrIdempotencyInProgress',
+  'ErrInvalidDelta',
+  'ErrStreamExists',
+  'ErrStreamRecreated',
+  'ErrPayloadTooLarge',
+  'ErrUnsupportedMediaType',
+  'ErrUnauthorized',
+  'ErrForbidden',
+  'ErrMethodNotAllowed',
+  'ErrInternal',
+  'ErrLabelExists',
+] as const;
+
+export type PublicErrorCode = (typeof PUBLIC_ERROR_CODES)[number];
+
+/**
+ * Codes that never leave the process: `ErrConflict` (a conditional write lost; the services
+ * decide what it means, and one that escapes them is a bug, answered as ErrInternal) and
+ * `ErrCrashInjected` (thrown by the tests' crash hooks between two steps of a protocol).
+ */
+export type InternalErrorCode = 'ErrConflict' | 'ErrCrashInjected';
+
+/** What a HefestoError may carry: a public code, or an internal one (see above). */
+export type ErrorCode = PublicErrorCode | InternalErrorCode;
+
+export const isPublicErrorCode = (code: string): code is PublicErrorCode =>
+  (PUBLIC_ERROR_CODES as readonly string[]).includes(code);
 
 export interface HefestoErrorOptions {
   cause?: unknown;

@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../domain/errors.js';
+import type { PublicErrorCode } from '../domain/errors.js';
 import { PROBLEM_CONTENT_TYPE, problemType, titleOf } from './problem.js';
 import { STATUS_BY_CODE } from './status-table.js';
 
@@ -14,26 +14,26 @@ import { STATUS_BY_CODE } from './status-table.js';
  */
 
 /** Every route behind an API key. */
-export const AUTH_ERRORS = ['ErrUnauthorized', 'ErrForbidden'] as const satisfies ErrorCode[];
+export const AUTH_ERRORS = ['ErrUnauthorized', 'ErrForbidden'] as const satisfies PublicErrorCode[];
 /** Every route that reads or writes storage (503 after retries; 500 for a bug). */
-export const STORAGE_ERRORS = ['ErrUnavailable', 'ErrInternal'] as const satisfies ErrorCode[];
+export const STORAGE_ERRORS = ['ErrUnavailable', 'ErrInternal'] as const satisfies PublicErrorCode[];
 /** Every authenticated route with validated parameters, query or headers. */
 export const READ_ERRORS = [
   ...AUTH_ERRORS,
   ...STORAGE_ERRORS,
   'ErrInvalidInput',
-] as const satisfies ErrorCode[];
+] as const satisfies PublicErrorCode[];
 /** Every authenticated route with a JSON body (Content-Type, size, syntax, schema). */
 export const WRITE_ERRORS = [
   ...READ_ERRORS,
   'ErrPayloadTooLarge',
   'ErrUnsupportedMediaType',
-] as const satisfies ErrorCode[];
+] as const satisfies PublicErrorCode[];
 /** Reads that verify stored bytes: tampering or undecodable bytes fail closed. */
 export const VERIFIED_READ_ERRORS = [
   'ErrTamperedLedger',
   'ErrInvalidFormat',
-] as const satisfies ErrorCode[];
+] as const satisfies PublicErrorCode[];
 /** Every route that appends to a stream (its own events, a checkpoint, an effect's event). */
 export const APPEND_ERRORS = [
   ...VERIFIED_READ_ERRORS,
@@ -41,10 +41,10 @@ export const APPEND_ERRORS = [
   'ErrFenced',
   'ErrIdempotencyKeyReused',
   'ErrIdempotencyInProgress',
-] as const satisfies ErrorCode[];
+] as const satisfies PublicErrorCode[];
 
 /** What a caller should make of a code, shown with it. Codes without one show their title. */
-const MEANINGS: Partial<Record<ErrorCode, string>> = {
+const MEANINGS: Partial<Record<PublicErrorCode, string>> = {
   ErrInvalidInput: 'a parameter, header or body failed validation (`issues` says which)',
   ErrUnauthorized: 'missing, malformed, unknown or revoked API key',
   ErrForbidden: 'the key lacks the scope, or the tenant, this needs',
@@ -74,7 +74,7 @@ const MEANINGS: Partial<Record<ErrorCode, string>> = {
 };
 
 /** The extra members a problem of this code carries, as in problem.ts. */
-const EXAMPLE_EXTRAS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
+const EXAMPLE_EXTRAS: Partial<Record<PublicErrorCode, Record<string, unknown>>> = {
   ErrInvalidInput: { issues: [{ in: 'path', path: 'streamId', message: 'Invalid string' }] },
   ErrSeqConflict: { currentSeq: 12 },
   ErrDivergenceDetected: { seq: 12 },
@@ -89,10 +89,10 @@ const RETRY_AFTER = {
   schema: { type: 'integer' as const, minimum: 1 },
 };
 
-const meaningOf = (code: ErrorCode): string => MEANINGS[code] ?? titleOf(code);
+const meaningOf = (code: PublicErrorCode): string => MEANINGS[code] ?? titleOf(code);
 
 /** An example problem of `code` (registered once, as components.examples[code]). */
-export const problemExample = (code: ErrorCode) => ({
+export const problemExample = (code: PublicErrorCode) => ({
   summary: `${code}: ${meaningOf(code)}`,
   value: {
     type: problemType(code),
@@ -106,7 +106,7 @@ export const problemExample = (code: ErrorCode) => ({
   },
 });
 
-const headersOf = (codes: ErrorCode[]) => {
+const headersOf = (codes: PublicErrorCode[]) => {
   const headers: Record<string, { description: string; schema: object }> = {};
   if (codes.includes('ErrUnauthorized')) {
     headers['WWW-Authenticate'] = {
@@ -120,14 +120,14 @@ const headersOf = (codes: ErrorCode[]) => {
   return Object.keys(headers).length > 0 ? { headers } : {};
 };
 
-type Codes = ErrorCode | readonly ErrorCode[];
+type Codes = PublicErrorCode | readonly PublicErrorCode[];
 
 /**
  * The OpenAPI responses for the error codes a route can answer (codes and lists of codes),
  * grouped by status.
  */
 export const errorResponses = (...codes: Codes[]) => {
-  const byStatus = new Map<number, ErrorCode[]>();
+  const byStatus = new Map<number, PublicErrorCode[]>();
   for (const code of new Set(codes.flat())) {
     const status = STATUS_BY_CODE[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
@@ -165,7 +165,7 @@ export const errorResponses = (...codes: Codes[]) => {
 };
 
 /** Every code the status table maps to one of `statuses`. */
-export const codesOfStatus = (...statuses: number[]): ErrorCode[] =>
-  (Object.keys(STATUS_BY_CODE) as ErrorCode[]).filter((code) =>
+export const codesOfStatus = (...statuses: number[]): PublicErrorCode[] =>
+  (Object.keys(STATUS_BY_CODE) as PublicErrorCode[]).filter((code) =>
     statuses.includes(STATUS_BY_CODE[code]),
   );

@@ -2,15 +2,16 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import {
   DivergenceError,
-  type ErrorCode,
   HefestoError,
   IdempotencyInProgressError,
   InvalidDeltaError,
   InvalidInputError,
+  isPublicErrorCode,
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
   PrunedError,
+  type PublicErrorCode,
   SeqConflictError,
   TamperedLedgerError,
   UnavailableError,
@@ -32,33 +33,50 @@ export interface Problem {
   title: string;
   status: number;
   detail: string;
-  code: ErrorCode;
+  code: PublicErrorCode;
   instance?: string;
   requestId?: string;
   [extra: string]: unknown;
 }
 
 /** Problem types are URNs named by the code: stable identifiers, not documents to fetch. */
-export const problemType = (code: ErrorCode): string => `urn:hefesto:problem:${code}`;
+export const problemType = (code: PublicErrorCode): string => `urn:hefesto:problem:${code}`;
 
 /** 'ErrIdempotencyKeyReused' -> 'Idempotency key reused'. */
-export const titleOf = (code: ErrorCode): string => {
+export const titleOf = (code: PublicErrorCode): string => {
   const words = code.replace(/^Err/, '').replace(/([a-z])([A-Z])/g, '$1 $2');
   return words.charAt(0) + words.slice(1).toLowerCase();
 };
 
+type PublicError = HefestoError & { readonly code: PublicErrorCode };
+
+const internal = (cause: unknown): PublicError =>
+  new HefestoError('ErrInternal', 'internal error', { cause }) as PublicError;
+
+/**
+ * An error with an internal code (ErrConflict escaping the services, ErrCrashInjected from a
+ * test's hook) is a bug or a crash to the caller: ErrInternal, with the error kept as the
+ * cause for the log; the internal code is never answered.
+ */
+const toHefestoError = (err: unknown): PublicError => {
+  if (err instanceof HefestoError) {
+    return isPublicErrorCode(err.code) ? (err as PublicError) : internal(err);
+  }
+  const known = fromHttpException(err);
+  return known ? (known as PublicError) : internal(err);
+};
+
 /**
  * Errors that reach here without a code: hono's own HTTPExceptions for the few statuses it
- * raises on request input (should our middleware miss one), anything else is a bug.
+ * raises on request input (should our middleware miss one); anything else is a bug.
  */
-const toHefestoError = (err: unknown): HefestoError => {
-  if (err instanceof HefestoError) return err;
+const fromHttpException = (err: unknown): HefestoError | undefined => {
   if (err instanceof HTTPException) {
     if (err.status === 400) return new InvalidInputError(err.message || 'bad request');
     if (err.status === 413) return new PayloadTooLargeError('the request body is too large');
     if (err.status === 415) return new UnsupportedMediaTypeError('unsupported media type');
   }
-  return new HefestoError('ErrInternal', 'internal error', { cause: err });
+  return undefined;
 };
 
 /** What a caller may see: 4xx messages are written for callers; 5xx internals are not. */

@@ -1,10 +1,10 @@
-import type { ErrorCode } from '../domain/errors.js';
+import type { PublicErrorCode } from '../domain/errors.js';
 
 /**
  * The one table from error codes to HTTP statuses. Only the error handler (problem.ts)
  * reads it; everything else throws domain errors and never picks a status itself.
  *
- * `satisfies Record<ErrorCode, number>` makes a new code in the errors module fail the type
+ * `satisfies Record<PublicErrorCode, number>` makes a new code in the errors module fail the type
  * check until it has a row here.
  *
  * Choices worth a note:
@@ -31,7 +31,6 @@ export const STATUS_BY_CODE = {
   ErrStreamNotFound: 404,
   ErrNotFound: 404,
   ErrSeqConflict: 409,
-  ErrConflict: 409,
   ErrFenced: 409,
   ErrLeaseHeld: 409,
   ErrDraining: 409,
@@ -48,12 +47,11 @@ export const STATUS_BY_CODE = {
   ErrInvalidDelta: 422,
   ErrTamperedLedger: 500,
   ErrInvalidFormat: 500,
-  ErrCrashInjected: 500,
   ErrInternal: 500,
   ErrUnavailable: 503,
   ErrLabelExists: 409,
-} as const satisfies Record<ErrorCode, number>;
+} as const satisfies Record<PublicErrorCode, number>;
 
-export type ProblemStatus = (typeof STATUS_BY_CODE)[ErrorCode];
+export type ProblemStatus = (typeof STATUS_BY_CODE)[PublicErrorCode];
 
-export const statusOf = (code: ErrorCode): ProblemStatus => STATUS_BY_CODE[code];
+export const statusOf = (code: PublicErrorCode): ProblemStatus => STATUS_BY_CODE[code];

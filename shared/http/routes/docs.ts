@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { type ErrorCode, NotFoundError } from '../../domain/errors.js';
+import { type PublicErrorCode, NotFoundError } from '../../domain/errors.js';
 import type { AppEnv } from '../context.js';
 import { parseDocsManifest, renderDocsPage } from '../docs-page.js';
 import { problemExample } from '../openapi-errors.js';
@@ -62,7 +62,7 @@ export const registerDocs = (app: OpenAPIHono<AppEnv>, assets: StaticAssets): vo
   });
   // Error responses name the Problem schema by reference (openapi-errors.ts).
   app.openAPIRegistry.register('Problem', ProblemSchema);
-  for (const code of Object.keys(STATUS_BY_CODE) as ErrorCode[]) {
+  for (const code of Object.keys(STATUS_BY_CODE) as PublicErrorCode[]) {
     app.openAPIRegistry.registerComponent('examples', code, problemExample(code));
   }
   let cached: ReturnType<typeof app.getOpenAPI31Document> | undefined;
