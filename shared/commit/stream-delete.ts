@@ -1,6 +1,7 @@
 import { toHead } from '../chain/layout.js';
 import { dueKey, headKey, writerLeaseKey } from '../chain/storage-keys.js';
-import { ConflictError, StreamNotFoundError, UnavailableError } from '../domain/errors.js';
+import { StreamNotFoundError, UnavailableError } from '../domain/errors.js';
+import { optimistic } from '../domain/optimistic.js';
 import type { Clock } from '../ports/clock.js';
 import type { RecordStore } from '../ports/record-store.js';
 
@@ -27,12 +28,12 @@ export class StreamDeleter {
 
   async delete(tenant: string, stream: string): Promise<{ deletingAt: number }> {
     const { records, clock } = this.deps;
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const item = await records.get(headKey(tenant, stream));
-      const head = item && toHead(item);
-      if (!head || head.status !== undefined) throw new StreamNotFoundError(stream);
-      const now = clock.now();
-      try {
+    return optimistic(
+      async () => {
+        const item = await records.get(headKey(tenant, stream));
+        const head = item && toHead(item);
+        if (!head || head.status !== undefined) throw new StreamNotFoundError(stream);
+        const now = clock.now();
         await records.transact([
           {
             kind: 'update',
@@ -47,10 +48,13 @@ export class StreamDeleter {
           { kind: 'delete', key: writerLeaseKey(tenant, stream) },
         ]);
         return { deletingAt: now };
-      } catch (err) {
-        if (!(err instanceof ConflictError)) throw err;
-      }
-    }
-    throw new UnavailableError(`stream ${stream} kept changing while being deleted`);
+      },
+      {
+        attempts: 8,
+        exhausted: () => {
+          throw new UnavailableError(`stream ${stream} kept changing while being deleted`);
+        },
+      },
+    );
   }
 }

@@ -1,6 +1,7 @@
 import { type HeadRecord, toHead } from '../chain/layout.js';
 import { dueKey, headKey } from '../chain/storage-keys.js';
-import { ConflictError, StreamNotFoundError, UnavailableError } from '../domain/errors.js';
+import { StreamNotFoundError, UnavailableError } from '../domain/errors.js';
+import { optimistic } from '../domain/optimistic.js';
 import type { Clock } from '../ports/clock.js';
 import type { Condition, JsonValue, RecordStore, TransactOp } from '../ports/record-store.js';
 
@@ -67,61 +68,64 @@ export class Retention {
   }
 
   async set(tenant: string, stream: string, change: RetentionChange): Promise<RetentionView> {
-    for (let attempt = 1; attempt <= this.#o.maxAttempts; attempt++) {
-      const head = await this.#head(tenant, stream);
-      const now = this.#o.clock.now();
-      const set: Record<string, JsonValue> = {};
-      const remove: string[] = [];
-      const visits = new Set<number>();
-      const stale = new Set<number>();
-      if (change.ttlMs !== undefined) {
-        const expiresAt = change.ttlMs === null ? undefined : now + change.ttlMs;
-        if (expiresAt === undefined) remove.push('expiresAt');
-        else {
-          set.expiresAt = expiresAt;
-          visits.add(expiresAt);
+    return optimistic(
+      async () => {
+        const head = await this.#head(tenant, stream);
+        const now = this.#o.clock.now();
+        const set: Record<string, JsonValue> = {};
+        const remove: string[] = [];
+        const visits = new Set<number>();
+        const stale = new Set<number>();
+        if (change.ttlMs !== undefined) {
+          const expiresAt = change.ttlMs === null ? undefined : now + change.ttlMs;
+          if (expiresAt === undefined) remove.push('expiresAt');
+          else {
+            set.expiresAt = expiresAt;
+            visits.add(expiresAt);
+          }
+          if (head.expiresAt !== undefined && head.expiresAt !== expiresAt)
+            stale.add(head.expiresAt);
         }
-        if (head.expiresAt !== undefined && head.expiresAt !== expiresAt) stale.add(head.expiresAt);
-      }
-      if (change.pruneAfterMs !== undefined) {
-        if (change.pruneAfterMs === null) remove.push('pruneAfterMs');
-        else {
-          set.pruneAfterMs = change.pruneAfterMs;
-          visits.add(now);
+        if (change.pruneAfterMs !== undefined) {
+          if (change.pruneAfterMs === null) remove.push('pruneAfterMs');
+          else {
+            set.pruneAfterMs = change.pruneAfterMs;
+            visits.add(now);
+          }
         }
-      }
-      const ops: TransactOp[] = [
-        {
-          kind: 'update',
-          key: headKey(tenant, stream),
-          update: { set, remove },
-          conditions: [
-            { op: 'exists' },
-            { op: 'attrNotExists', attr: 'status' },
-            unchanged('expiresAt', head.expiresAt),
-            unchanged('pruneAfterMs', head.pruneAfterMs),
-          ],
-        },
-        ...[...visits].map(
-          (at): TransactOp => ({
-            kind: 'put',
-            item: { ...dueKey(tenant, stream, at), tenant, stream },
-          }),
-        ),
-        ...[...stale]
-          .filter((at) => !visits.has(at))
-          .map((at): TransactOp => ({ kind: 'delete', key: dueKey(tenant, stream, at) })),
-      ];
-      try {
+        const ops: TransactOp[] = [
+          {
+            kind: 'update',
+            key: headKey(tenant, stream),
+            update: { set, remove },
+            conditions: [
+              { op: 'exists' },
+              { op: 'attrNotExists', attr: 'status' },
+              unchanged('expiresAt', head.expiresAt),
+              unchanged('pruneAfterMs', head.pruneAfterMs),
+            ],
+          },
+          ...[...visits].map(
+            (at): TransactOp => ({
+              kind: 'put',
+              item: { ...dueKey(tenant, stream, at), tenant, stream },
+            }),
+          ),
+          ...[...stale]
+            .filter((at) => !visits.has(at))
+            .map((at): TransactOp => ({ kind: 'delete', key: dueKey(tenant, stream, at) })),
+        ];
         await this.#o.records.transact(ops);
-      } catch (err) {
-        if (err instanceof ConflictError) continue;
-        throw err;
-      }
-      const after: HeadRecord = { ...head, ...set } as HeadRecord;
-      for (const attr of remove) delete (after as unknown as Record<string, unknown>)[attr];
-      return viewOf(after);
-    }
-    throw new UnavailableError(`retention of stream ${stream} kept changing under us`);
+        const after: HeadRecord = { ...head, ...set } as HeadRecord;
+        for (const attr of remove) delete (after as unknown as Record<string, unknown>)[attr];
+        return viewOf(after);
+      },
+      {
+        attempts: this.#o.maxAttempts,
+        exhausted: () => {
+          throw new UnavailableError(`retention of stream ${stream} kept changing under us`);
+        },
+      },
+    );
   }
 }

@@ -17,6 +17,7 @@ import {
   StreamNotFoundError,
 } from '../domain/errors.js';
 import { mapLimit } from '../domain/map-limit.js';
+import { optimistic } from '../domain/optimistic.js';
 import { fenceError, leaseGuard } from '../leases/leases.js';
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
@@ -133,83 +134,83 @@ export class EffectService {
     const { clock, ids } = this.#o;
     const key = effectKeyOf(req.tenant, req.stream, req.effectKey);
     const leaseMs = req.leaseMs ?? this.#o.leaseMs;
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const now = clock.now();
-      // Read together: the head's incarnation goes on the record and into the write's check;
-      // the keys of the effect's ledger events say whether it was finished (effect-binding.ts).
-      const [current, head, ...events] = await Promise.all([
-        this.get(req.tenant, req.stream, req.effectKey),
-        this.#o.records.get(headKey(req.tenant, req.stream)),
-        ...(['completed', 'failed'] as const).map((status) =>
-          this.#o.records.get(
-            idempotencyRecordKey(
-              req.tenant,
-              req.stream,
-              '',
-              effectEventIdempotencyKey(status, req.effectKey),
+    return optimistic<BeginOutcome>(
+      async () => {
+        const now = clock.now();
+        // Read together: the head's incarnation goes on the record and into the write's check;
+        // the keys of the effect's ledger events say whether it was finished (effect-binding.ts).
+        const [current, head, ...events] = await Promise.all([
+          this.get(req.tenant, req.stream, req.effectKey),
+          this.#o.records.get(headKey(req.tenant, req.stream)),
+          ...(['completed', 'failed'] as const).map((status) =>
+            this.#o.records.get(
+              idempotencyRecordKey(
+                req.tenant,
+                req.stream,
+                '',
+                effectEventIdempotencyKey(status, req.effectKey),
+              ),
             ),
           ),
-        ),
-      ]);
-      if (head?.status !== undefined) throw new StreamNotFoundError(req.stream);
-      const ended = events.find((e) => e !== undefined);
-      if (!current && ended) {
-        // Its event was written, its record is gone: never run it again.
-        const seq = Number((ended.body as { firstSeq?: unknown } | undefined)?.firstSeq ?? 0);
-        throw badEffect(seq, req.effectKey, 'it was finished but its record is gone');
-      }
-      if (current && current.effectKey !== req.effectKey) {
-        // Another effect's record under this key: nothing of it is served (effect-binding.ts).
-        throw badEffect(
-          current.eventSeq ?? 0,
-          req.effectKey,
-          `its record is ${current.effectKey}'s`,
-        );
-      }
-      if (current && !sameEffect(current, req)) throw new EffectMismatchError(req.effectKey);
-      const incarnation = typeof head?.incarnation === 'string' ? head.incarnation : undefined;
-      if (current?.status === 'completed' || current?.status === 'failed') {
-        const finished = await this.#events.ensure(req.tenant, req.stream, current, req.fence);
-        // The stored outcome is served only as its event committed it (effect-binding.ts).
-        await checkEffect(
-          this.#o.reader,
-          req.tenant,
-          req.stream,
-          finished,
-          floorOf(head),
-          req.effectKey,
-        );
-        return current.status === 'completed'
-          ? { status: 'completed', effectKey: req.effectKey, result: current.result ?? null }
-          : { status: 'failed', effectKey: req.effectKey, error: current.error ?? null };
-      }
-      if (current && current.leaseExpiresAt > now) {
-        return {
-          status: 'in_progress',
-          effectKey: req.effectKey,
-          retryAfterMs: current.leaseExpiresAt - now,
-        };
-      }
-      const holder = ids.newId();
-      const next: EffectRecord = current
-        ? { ...current, holder, leaseExpiresAt: now + leaseMs, attempts: current.attempts + 1 }
-        : {
+        ]);
+        if (head?.status !== undefined) throw new StreamNotFoundError(req.stream);
+        const ended = events.find((e) => e !== undefined);
+        if (!current && ended) {
+          // Its event was written, its record is gone: never run it again.
+          const seq = Number((ended.body as { firstSeq?: unknown } | undefined)?.firstSeq ?? 0);
+          throw badEffect(seq, req.effectKey, 'it was finished but its record is gone');
+        }
+        if (current && current.effectKey !== req.effectKey) {
+          // Another effect's record under this key: nothing of it is served (effect-binding.ts).
+          throw badEffect(
+            current.eventSeq ?? 0,
+            req.effectKey,
+            `its record is ${current.effectKey}'s`,
+          );
+        }
+        if (current && !sameEffect(current, req)) throw new EffectMismatchError(req.effectKey);
+        const incarnation = typeof head?.incarnation === 'string' ? head.incarnation : undefined;
+        if (current?.status === 'completed' || current?.status === 'failed') {
+          const finished = await this.#events.ensure(req.tenant, req.stream, current, req.fence);
+          // The stored outcome is served only as its event committed it (effect-binding.ts).
+          await checkEffect(
+            this.#o.reader,
+            req.tenant,
+            req.stream,
+            finished,
+            floorOf(head),
+            req.effectKey,
+          );
+          return current.status === 'completed'
+            ? { status: 'completed', effectKey: req.effectKey, result: current.result ?? null }
+            : { status: 'failed', effectKey: req.effectKey, error: current.error ?? null };
+        }
+        if (current && current.leaseExpiresAt > now) {
+          return {
+            status: 'in_progress',
             effectKey: req.effectKey,
-            ...(incarnation && { incarnation }),
-            kind: req.kind,
-            intent: req.intent,
-            compensation: req.compensation ?? null,
-            sagaId: req.sagaId ?? null,
-            status: 'pending',
-            holder,
-            leaseExpiresAt: now + leaseMs,
-            attempts: 1,
-            result: null,
-            error: null,
-            createdAt: now,
-            finishedAt: null,
+            retryAfterMs: current.leaseExpiresAt - now,
           };
-      try {
+        }
+        const holder = ids.newId();
+        const next: EffectRecord = current
+          ? { ...current, holder, leaseExpiresAt: now + leaseMs, attempts: current.attempts + 1 }
+          : {
+              effectKey: req.effectKey,
+              ...(incarnation && { incarnation }),
+              kind: req.kind,
+              intent: req.intent,
+              compensation: req.compensation ?? null,
+              sagaId: req.sagaId ?? null,
+              status: 'pending',
+              holder,
+              leaseExpiresAt: now + leaseMs,
+              attempts: 1,
+              result: null,
+              error: null,
+              createdAt: now,
+              finishedAt: null,
+            };
         await this.#write(
           {
             kind: 'put',
@@ -223,27 +224,29 @@ export class EffectService {
           },
           req,
           incarnation,
-        );
-      } catch (err) {
-        if (err instanceof ConflictError) continue; // someone else moved it: look again
-        throw err;
-      }
-      const granted = {
-        effectKey: req.effectKey,
-        holder,
-        leaseExpiresAt: next.leaseExpiresAt,
-        attempt: next.attempts,
-      };
-      return current
-        ? { status: 'unknown_outcome', ...granted }
-        : { status: 'acquired', ...granted };
-    }
-    const now = await this.get(req.tenant, req.stream, req.effectKey);
-    return {
-      status: 'in_progress',
-      effectKey: req.effectKey,
-      retryAfterMs: Math.max(1, (now?.leaseExpiresAt ?? 0) - clock.now()),
-    };
+        ); // lost to someone who moved it: optimistic() looks again
+        const granted = {
+          effectKey: req.effectKey,
+          holder,
+          leaseExpiresAt: next.leaseExpiresAt,
+          attempt: next.attempts,
+        };
+        return current
+          ? { status: 'unknown_outcome', ...granted }
+          : { status: 'acquired', ...granted };
+      },
+      {
+        attempts: 5,
+        exhausted: async () => {
+          const now = await this.get(req.tenant, req.stream, req.effectKey);
+          return {
+            status: 'in_progress',
+            effectKey: req.effectKey,
+            retryAfterMs: Math.max(1, (now?.leaseExpiresAt ?? 0) - clock.now()),
+          };
+        },
+      },
+    );
   }
 
   /** Completes or fails an effect held by `holder`; a repeat of the same call is a no-op. */

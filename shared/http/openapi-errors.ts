@@ -16,7 +16,10 @@ import { STATUS_BY_CODE } from './status-table.js';
 /** Every route behind an API key. */
 export const AUTH_ERRORS = ['ErrUnauthorized', 'ErrForbidden'] as const satisfies PublicErrorCode[];
 /** Every route that reads or writes storage (503 after retries; 500 for a bug). */
-export const STORAGE_ERRORS = ['ErrUnavailable', 'ErrInternal'] as const satisfies PublicErrorCode[];
+export const STORAGE_ERRORS = [
+  'ErrUnavailable',
+  'ErrInternal',
+] as const satisfies PublicErrorCode[];
 /** Every authenticated route with validated parameters, query or headers. */
 export const READ_ERRORS = [
   ...AUTH_ERRORS,

@@ -1,5 +1,6 @@
 import { SIGNING_KEYS_KEY } from '../chain/storage-keys.js';
-import { ConflictError, InvalidFormatError, UnavailableError } from '../domain/errors.js';
+import { InvalidFormatError, UnavailableError } from '../domain/errors.js';
+import { optimistic } from '../domain/optimistic.js';
 import { type Ed25519PublicJwk, parseJwks } from '../domain/signed-head.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { KeyRing } from '../ports/signer.js';
@@ -77,25 +78,20 @@ export const checkSigningKeys = async (
   hint: string = KEY_FILE_HINT,
 ): Promise<void> => {
   const inRing = new Set(ring.jwks().keys.map((k) => k.kid));
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const item = await records.get(SIGNING_KEYS_KEY);
-    if (item === undefined) {
-      try {
+  await optimistic(
+    async () => {
+      const item = await records.get(SIGNING_KEYS_KEY);
+      if (item === undefined) {
         await records.put(
           { ...SIGNING_KEYS_KEY, keys: JSON.stringify(ring.jwks()), current: ring.current.keyId },
           { conditions: [{ op: 'notExists' }] },
         );
         return;
-      } catch (err) {
-        if (err instanceof ConflictError) continue;
-        throw err;
       }
-    }
-    const recorded = parseRecord(item.keys);
-    const missing = recorded.filter((k) => !inRing.has(k.kid)).map((k) => k.kid);
-    if (missing.length > 0) throw new SigningKeyMissingError(missing, hint);
-    if (recorded.some((k) => k.kid === ring.current.keyId)) return;
-    try {
+      const recorded = parseRecord(item.keys);
+      const missing = recorded.filter((k) => !inRing.has(k.kid)).map((k) => k.kid);
+      if (missing.length > 0) throw new SigningKeyMissingError(missing, hint);
+      if (recorded.some((k) => k.kid === ring.current.keyId)) return;
       await records.put(
         {
           ...SIGNING_KEYS_KEY,
@@ -104,10 +100,12 @@ export const checkSigningKeys = async (
         },
         { conditions: [{ op: 'eq', attr: 'keys', value: String(item.keys) }] },
       );
-      return;
-    } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
-    }
-  }
-  throw new UnavailableError('the signing-keys record keeps changing: try again');
+    },
+    {
+      attempts: 5,
+      exhausted: () => {
+        throw new UnavailableError('the signing-keys record keeps changing: try again');
+      },
+    },
+  );
 };

@@ -8,6 +8,7 @@ import {
   LeaseHeldError,
   StreamNotFoundError,
 } from '../domain/errors.js';
+import { optimistic } from '../domain/optimistic.js';
 import type { Clock } from '../ports/clock.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 
@@ -208,41 +209,50 @@ export class LeaseService {
     options: { exclusive?: boolean } = {},
   ): Promise<LeaseRecord> {
     const ttl = this.#ttl(ttlMs);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const now = this.#clock.now();
-      const current = await this.get(tenant, stream);
-      const held = current?.active === true && current.expiresAt > now;
-      if (held && current.owner !== owner) throw new LeaseHeldError(current.expiresAt);
-      const next: LeaseRecord = {
-        owner,
-        epoch: (current?.epoch ?? 0) + 1,
-        active: true,
-        draining: false,
-        expiresAt: now + ttl,
-        exclusive: options.exclusive ?? true,
-      };
-      try {
-        await this.#records.transact([
-          {
-            kind: 'put',
-            item: { ...writerLeaseKey(tenant, stream), ...next },
-            conditions: current
-              ? [
-                  { op: 'eq', attr: 'epoch', value: current.epoch },
-                  { op: 'eq', attr: 'expiresAt', value: current.expiresAt },
-                ]
-              : [{ op: 'notExists' }],
-          },
-          liveHeadCheck(tenant, stream),
-        ]);
-        return next;
-      } catch (err) {
-        if (!(err instanceof ConflictError)) throw err;
-        if (err.index === 1) throw new StreamNotFoundError(stream);
-      }
-    }
-    const now = await this.get(tenant, stream);
-    throw new LeaseHeldError(now?.expiresAt ?? this.#clock.now());
+    return optimistic(
+      async () => {
+        const now = this.#clock.now();
+        const current = await this.get(tenant, stream);
+        const held = current?.active === true && current.expiresAt > now;
+        if (held && current.owner !== owner) throw new LeaseHeldError(current.expiresAt);
+        const next: LeaseRecord = {
+          owner,
+          epoch: (current?.epoch ?? 0) + 1,
+          active: true,
+          draining: false,
+          expiresAt: now + ttl,
+          exclusive: options.exclusive ?? true,
+        };
+        try {
+          await this.#records.transact([
+            {
+              kind: 'put',
+              item: { ...writerLeaseKey(tenant, stream), ...next },
+              conditions: current
+                ? [
+                    { op: 'eq', attr: 'epoch', value: current.epoch },
+                    { op: 'eq', attr: 'expiresAt', value: current.expiresAt },
+                  ]
+                : [{ op: 'notExists' }],
+            },
+            liveHeadCheck(tenant, stream),
+          ]);
+          return next;
+        } catch (err) {
+          // The transaction's second item: the stream's head is gone (or being deleted).
+          if (err instanceof ConflictError && err.index === 1)
+            throw new StreamNotFoundError(stream);
+          throw err;
+        }
+      },
+      {
+        attempts: 5,
+        exhausted: async () => {
+          const now = await this.get(tenant, stream);
+          throw new LeaseHeldError(now?.expiresAt ?? this.#clock.now());
+        },
+      },
+    );
   }
 
   /** Extends a held lease; a stale epoch or another owner is ErrFenced. */

@@ -1,6 +1,7 @@
 import { chunkGcKey, chunkKey, chunkRefsPk, type RefKind, refSk } from '../chain/storage-keys.js';
 import { ConflictError, UnavailableError } from '../domain/errors.js';
 import { mapLimit } from '../domain/map-limit.js';
+import { optimistic, RETRY } from '../domain/optimistic.js';
 import { type Chunk, type ChunkSource, parseChunk } from '../domain/state-v2/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
@@ -184,40 +185,50 @@ export class ChunkStore {
   ): Promise<number | undefined> {
     const { records, clock } = this.#o;
     let gen = knownGen ?? this.#gens.get(tenant) ?? 0;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if (gen % 2 === 1) throw new UnavailableError('chunk garbage collection is sweeping');
-      const item: Item = {
-        pk: chunkRefsPk(tenant),
-        sk: refSk(ref.stream, ref.kind, ref.id),
-        digest: ref.digest,
-        createdAt: clock.now(),
-      };
-      const condition =
-        gen === 0
-          ? {
-              op: 'any' as const,
-              conditions: [
-                { op: 'notExists' as const },
-                { op: 'eq' as const, attr: 'gen', value: 0 },
-              ],
-            }
-          : { op: 'eq' as const, attr: 'gen', value: gen };
-      try {
-        await records.transact([
-          { kind: 'put', item },
-          { kind: 'check', key: chunkGcKey(tenant), conditions: [condition] },
-        ]);
-        this.#gens.set(tenant, gen);
-        return gen;
-      } catch (err) {
-        if (!(err instanceof ConflictError) || err.index !== 1) throw err;
-        const current = err.current as Item | undefined;
-        gen = typeof current?.gen === 'number' ? current.gen : 0;
-        this.#gens.set(tenant, gen);
-        if (knownGen !== undefined) return undefined;
-      }
-    }
-    throw new UnavailableError('chunk garbage collection keeps moving');
+    return optimistic<number | undefined>(
+      async () => {
+        if (gen % 2 === 1) throw new UnavailableError('chunk garbage collection is sweeping');
+        const item: Item = {
+          pk: chunkRefsPk(tenant),
+          sk: refSk(ref.stream, ref.kind, ref.id),
+          digest: ref.digest,
+          createdAt: clock.now(),
+        };
+        const condition =
+          gen === 0
+            ? {
+                op: 'any' as const,
+                conditions: [
+                  { op: 'notExists' as const },
+                  { op: 'eq' as const, attr: 'gen', value: 0 },
+                ],
+              }
+            : { op: 'eq' as const, attr: 'gen', value: gen };
+        try {
+          await records.transact([
+            { kind: 'put', item },
+            { kind: 'check', key: chunkGcKey(tenant), conditions: [condition] },
+          ]);
+          this.#gens.set(tenant, gen);
+          return gen;
+        } catch (err) {
+          if (!(err instanceof ConflictError) || err.index !== 1) throw err;
+          const current = err.current as Item | undefined;
+          gen = typeof current?.gen === 'number' ? current.gen : 0;
+          this.#gens.set(tenant, gen);
+          // With a generation the caller knows, it decides (its chunks may be gone); else again.
+          return knownGen !== undefined ? undefined : RETRY;
+        }
+      },
+      {
+        attempts: 3,
+        // Only a lost gen check (the transaction's second item) is a race to run again.
+        retryOn: () => false,
+        exhausted: () => {
+          throw new UnavailableError('chunk garbage collection keeps moving');
+        },
+      },
+    );
   }
 
   async getRef(tenant: string, ref: Omit<ChunkRefRecord, 'digest'>): Promise<Item | undefined> {

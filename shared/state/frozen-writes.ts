@@ -5,6 +5,7 @@ import { checkWrites, tipOf } from '../chain/writes-binding.js';
 import type { AppendOutcome, AppendRequest, ChainHead } from '../commit/append-model.js';
 import { canonicalJson } from '../domain/canonical.js';
 import { SeqConflictError, UnavailableError } from '../domain/errors.js';
+import { optimistic } from '../domain/optimistic.js';
 import {
   pendingWritesDigest,
   WRITES_EVENT,
@@ -118,32 +119,32 @@ export class FrozenWrites implements LateWrites {
     fence?: number,
   ): Promise<number> {
     const { records, reader, appender } = this.deps;
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const head = await appender.readHead(tenant, stream);
-      const record = await records.get(labelKey(tenant, stream, label));
-      if (!record) return 0; // deleted with its stream meanwhile: the append would 404 too
-      // The set as it is bound now (tampering fails here, never to be bound by this event).
-      const current = await readWrites(records, tenant, stream, label);
-      await checkWrites(reader, tenant, stream, { label, record, head, writes: current });
-      const byKey = new Map(current.map((w) => [keyOf(w), w]));
-      const changes = task.writes.filter((w) => {
-        const had = byKey.get(keyOf({ ...task, idx: w.idx }));
-        return had === undefined || (w.idx < 0 && !sameWrite(had, w));
-      });
-      if (changes.length === 0) return 0;
-      for (const w of changes) byKey.set(keyOf({ ...task, idx: w.idx }), { ...task, ...w });
-      const payload: WritesPayload = {
-        label,
-        taskId: task.taskId,
-        taskPath: task.taskPath,
-        writes: changes.map((w) => ({
-          idx: w.idx,
-          channel: w.channel,
-          ...(w.ref ? { ref: w.ref } : { value: w.value ?? null }),
-        })),
-        digest: pendingWritesDigest([...byKey.values()] as PendingWrite[]),
-      };
-      try {
+    return optimistic(
+      async () => {
+        const head = await appender.readHead(tenant, stream);
+        const record = await records.get(labelKey(tenant, stream, label));
+        if (!record) return 0; // deleted with its stream meanwhile: the append would 404 too
+        // The set as it is bound now (tampering fails here, never to be bound by this event).
+        const current = await readWrites(records, tenant, stream, label);
+        await checkWrites(reader, tenant, stream, { label, record, head, writes: current });
+        const byKey = new Map(current.map((w) => [keyOf(w), w]));
+        const changes = task.writes.filter((w) => {
+          const had = byKey.get(keyOf({ ...task, idx: w.idx }));
+          return had === undefined || (w.idx < 0 && !sameWrite(had, w));
+        });
+        if (changes.length === 0) return 0;
+        for (const w of changes) byKey.set(keyOf({ ...task, idx: w.idx }), { ...task, ...w });
+        const payload: WritesPayload = {
+          label,
+          taskId: task.taskId,
+          taskPath: task.taskPath,
+          writes: changes.map((w) => ({
+            idx: w.idx,
+            channel: w.channel,
+            ...(w.ref ? { ref: w.ref } : { value: w.value ?? null }),
+          })),
+          digest: pendingWritesDigest([...byKey.values()] as PendingWrite[]),
+        };
         await appender.append({
           tenant,
           stream,
@@ -153,10 +154,15 @@ export class FrozenWrites implements LateWrites {
           fence: fence === undefined ? undefined : { epoch: fence, checkpoint: false },
         });
         return changes.length;
-      } catch (err) {
-        if (!(err instanceof SeqConflictError)) throw err;
-      }
-    }
-    throw new UnavailableError(`stream ${stream} is too contended to add writes to ${label}`);
+      },
+      {
+        attempts: MAX_ATTEMPTS,
+        // The head moved since it was read: read the writes and the head again.
+        retryOn: (err) => err instanceof SeqConflictError,
+        exhausted: () => {
+          throw new UnavailableError(`stream ${stream} is too contended to add writes to ${label}`);
+        },
+      },
+    );
   }
 }

@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { type PublicErrorCode, NotFoundError } from '../../domain/errors.js';
+import { NotFoundError, type PublicErrorCode } from '../../domain/errors.js';
 import type { AppEnv } from '../context.js';
 import { parseDocsManifest, renderDocsPage } from '../docs-page.js';
 import { problemExample } from '../openapi-errors.js';
