@@ -55,6 +55,7 @@ import {
   deltaSeqsOf,
   labelledOf,
 } from './commit-extras.js';
+import { CommitRefusedError, CommitTransaction } from './commit-tx.js';
 import { replayedResponse, storedReceipt } from './idem-receipt.js';
 import { barOrphanWriter, isRefused, markRefused, notRefusedCheck } from './lease-orphans.js';
 
@@ -249,14 +250,14 @@ export class Appender {
       };
       let committed: Committed;
       try {
-        committed = await this.#commit(
-          req.tenant,
-          req.stream,
-          commitHead,
-          { ...header, ...ours, ...extra },
-          key,
-          req.fence,
-        );
+        committed = await this.#commit({
+          tenant: req.tenant,
+          stream: req.stream,
+          head: commitHead,
+          segment: { ...header, ...ours, ...extra },
+          objectKey: key,
+          fence: req.fence,
+        });
       } catch (err) {
         await this.#lostCommit(req, ours, commitHead, key, err);
         committed = await this.#adoptedReceipt(req, ours);
@@ -465,7 +466,15 @@ export class Appender {
     try {
       const segment = { ...header, ...effect, ...extra };
       const checks = writer ? [] : [notRefusedCheck(req.tenant, req.stream, header)];
-      committed = await this.#commit(req.tenant, req.stream, head, segment, key, writer, checks);
+      committed = await this.#commit({
+        tenant: req.tenant,
+        stream: req.stream,
+        head,
+        segment,
+        objectKey: key,
+        fence: writer,
+        checks,
+      });
     } catch (err) {
       // Someone else committed first, or the lease moved since we read it: start again.
       if (err instanceof ConflictError || err instanceof FencedError) return undefined;
@@ -504,16 +513,8 @@ export class Appender {
    * head's first commit gives it its incarnation; so does the first commit on a head written
    * before incarnations, which also opens the legacy records' 24 h (#storedItem).
    */
-  async #commit(
-    tenant: string,
-    stream: string,
-    head: ChainHead,
-    segment: CommitSegment,
-    objectKey: string,
-    fence: Fence,
-    checks: TransactOp[] = [],
-    attempt = 0,
-  ): Promise<Committed> {
+  async #commit(at: CommitAt): Promise<Committed> {
+    const { tenant, stream, head, segment, objectKey, fence, checks = [], attempt = 0 } = at;
     const now = this.#o.clock.now();
     const hk = headKey(tenant, stream);
     const incarnation = head.incarnation ?? this.#o.ids.newId();
@@ -538,7 +539,9 @@ export class Appender {
     });
     const depth: Record<string, number> =
       segment.stateDepth === undefined ? {} : { stateDepth: segment.stateDepth };
-    const ops: TransactOp[] = [
+    const tx = new CommitTransaction();
+    tx.add(
+      { kind: 'head' },
       head.exists
         ? {
             kind: 'update',
@@ -590,6 +593,9 @@ export class Appender {
             },
             conditions: [{ op: 'notExists' }],
           },
+    );
+    tx.add(
+      { kind: 'index' },
       {
         kind: 'put',
         item: {
@@ -605,9 +611,16 @@ export class Appender {
         },
         conditions: [{ op: 'notExists' }],
       },
-      ...extras.ops,
-      ...tree.ops,
-    ];
+    );
+    for (const op of extras.ops) {
+      tx.add(
+        extras.labelPuts.has(op) && op.kind === 'put'
+          ? { kind: 'label', label: labelOfSk(op.item.sk) }
+          : { kind: 'extra' },
+        op,
+      );
+    }
+    tx.add({ kind: 'extra' }, ...tree.ops);
     if (segment.idempotencyKey !== null && segment.requestDigest !== null) {
       // Unconditional: the head condition already makes this commit the only one; an expired
       // record of a reused key may still be stored and is rightly replaced.
@@ -615,67 +628,75 @@ export class Appender {
       const ttl = isServiceKey(segment.idempotencyKey)
         ? {}
         : { ttl: Math.floor(now / 1000) + ttlSeconds };
-      ops.push({
-        kind: 'put',
-        item: {
-          ...idempotencyRecordKey(tenant, stream, incarnation, segment.idempotencyKey),
-          stream,
-          digest: segment.requestDigest,
-          status: 201,
-          body: {
-            ...responseOf(segment, segment.stateDigest),
-            incarnation,
-          } as unknown as JsonValue,
-          // Unsigned: a retry signs it again (idem-receipt.ts).
-          ...(tree.receipt && { receipt: storedReceipt(tree.receipt) }),
-          createdAt: now,
-          ...ttl,
+      tx.add(
+        { kind: 'extra' },
+        {
+          kind: 'put',
+          item: {
+            ...idempotencyRecordKey(tenant, stream, incarnation, segment.idempotencyKey),
+            stream,
+            digest: segment.requestDigest,
+            status: 201,
+            body: {
+              ...responseOf(segment, segment.stateDigest),
+              incarnation,
+            } as unknown as JsonValue,
+            // Unsigned: a retry signs it again (idem-receipt.ts).
+            ...(tree.receipt && { receipt: storedReceipt(tree.receipt) }),
+            createdAt: now,
+            ...ttl,
+          },
         },
-      });
+      );
     }
-    ops.push(...checks);
+    tx.add({ kind: 'check' }, ...checks);
     const anchor = chainEndCheck(tenant, stream, head);
-    if (anchor) ops.push(anchor);
-    // Last, so a conflict at its index means every other condition held: refused by the lease.
-    ops.push(leaseGuard(tenant, stream, fence, now));
+    if (anchor) tx.add({ kind: 'chain-end' }, anchor);
+    // Last, so its refusal means every other condition held: refused by the lease alone.
+    tx.add({ kind: 'lease' }, leaseGuard(tenant, stream, fence, now));
     try {
-      await this.#o.records.transact(ops);
+      await tx.commit(this.#o.records);
       return { receipt: tree.receipt, incarnation };
     } catch (err) {
-      if (err instanceof ConflictError && err.index === ops.length - 1) {
-        throw fenceError(err.current as Item | undefined, { ...fence }, now);
+      if (!(err instanceof CommitRefusedError)) throw err;
+      const stored = err.current;
+      switch (err.refused.kind) {
+        case 'lease':
+          throw fenceError(stored, { ...fence }, now);
+        case 'label':
+          throw new LabelExistsError(err.refused.label);
+        case 'head':
+          if (
+            head.exists &&
+            stored !== undefined &&
+            attempt < 3 &&
+            stored.seq === head.seq &&
+            stored.epoch === head.epoch &&
+            stored.incarnation === head.incarnation &&
+            stored.status === undefined
+          ) {
+            // Same seq and epoch, other tree or witness fields: the backfill or the witness
+            // wrote them after our read (tree-commit.ts). Commit again on the head as it is.
+            const fresh = await this.readHead(tenant, stream);
+            return this.#commit({ ...at, head: fresh, attempt: attempt + 1 });
+          }
+          throw err;
+        case 'chain-end': {
+          // The head held but is not the chain end. Tampering, unless the head was pruned up
+          // to its seq meanwhile (the cleanup deletes that record): then commit on the pruned
+          // head.
+          const current = await this.readHead(tenant, stream);
+          if (current.seq !== head.seq || current.epoch !== head.epoch) throw err; // a race
+          if (current.prunedSeq === head.prunedSeq || current.hash !== head.hash) {
+            // The segment stays at head+1, chained on a hash no commit accepts: after the
+            // head's repair the next append replaces it (isStrandedOrphan).
+            throw headMismatch(head, 'the head hash is not the end of the chain');
+          }
+          return this.#commit({ ...at, head: current });
+        }
+        default:
+          throw err;
       }
-      const refused = err instanceof ConflictError ? ops[err.index ?? -1] : undefined;
-      if (refused && extras.labelPuts.has(refused) && refused.kind === 'put') {
-        throw new LabelExistsError(labelOfSk(refused.item.sk));
-      }
-      const moved = err instanceof ConflictError && err.index === 0 && head.exists;
-      const stored = moved ? (err.current as Item | undefined) : undefined;
-      if (
-        stored !== undefined &&
-        attempt < 3 &&
-        stored.seq === head.seq &&
-        stored.epoch === head.epoch &&
-        stored.incarnation === head.incarnation &&
-        stored.status === undefined
-      ) {
-        // Same seq and epoch, other tree or witness fields: the backfill or the witness wrote
-        // them after our read (tree-commit.ts). Commit again on the head as it is now.
-        const fresh = await this.readHead(tenant, stream);
-        return this.#commit(tenant, stream, fresh, segment, objectKey, fence, checks, attempt + 1);
-      }
-      if (!(err instanceof ConflictError) || !anchor || err.index !== ops.indexOf(anchor))
-        throw err;
-      // The head held but is not the chain end. Tampering, unless the head was pruned up to
-      // its seq meanwhile (the cleanup deletes that record): then commit on the pruned head.
-      const current = await this.readHead(tenant, stream);
-      if (current.seq !== head.seq || current.epoch !== head.epoch) throw err; // a head race
-      if (current.prunedSeq === head.prunedSeq || current.hash !== head.hash) {
-        // The segment stays at head+1, chained on a hash no commit accepts: after the head's
-        // repair the next append replaces it (isStrandedOrphan).
-        throw headMismatch(head, 'the head hash is not the end of the chain');
-      }
-      return this.#commit(tenant, stream, current, segment, objectKey, fence, checks, attempt);
     }
   }
 
@@ -707,6 +728,20 @@ export class Appender {
     });
     return events.find((e) => e.seq === ours.lastSeq)?.hash === ours.lastHash;
   }
+}
+
+/** One commit's inputs (#commit): the head it moves, the verified segment, its object. */
+interface CommitAt {
+  tenant: string;
+  stream: string;
+  head: ChainHead;
+  segment: CommitSegment;
+  objectKey: string;
+  fence: Fence;
+  /** Conditions a caller adds (a rolled-forward writer's: that it was not refused). */
+  checks?: TransactOp[];
+  /** How many times the head's tree or witness fields moved under this commit already. */
+  attempt?: number;
 }
 
 /** What a commit answers: its receipt (none without a signer or a tree) and incarnation. */
