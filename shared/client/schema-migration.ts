@@ -39,7 +39,14 @@ export interface StateSchema {
   upcasters?: Readonly<Record<number, Upcaster>>;
 }
 
-/** The schema a run works at: the declared one, or version 1 with no upcasters. */
+/**
+ * The schema a run works at: the declared one (checked), or version 1 with no upcasters.
+ *
+ * @example
+ * ```ts
+ * const { version, upcasters } = schemaOf({ version: 2, upcasters: { 1: (s) => s } });
+ * ```
+ */
 export const schemaOf = (schema: StateSchema | undefined): Required<StateSchema> => {
   if (schema === undefined) return { version: 1, upcasters: {} };
   if (!isSchemaVersion(schema.version)) {
@@ -61,6 +68,11 @@ export const schemaOf = (schema: StateSchema | undefined): Required<StateSchema>
 /**
  * The state at `from` brought up to `to`, one upcaster at a time, in canonical key order (the
  * order the harness keeps states in), and the ops that turn the one into the other.
+ *
+ * @example
+ * ```ts
+ * const { state, ops } = upcast({ todo: [] }, 1, schemaOf({ version: 2, upcasters }));
+ * ```
  */
 export const upcast = (
   state: JsonObject,
@@ -86,6 +98,11 @@ export const upcast = (
  * when the stream was written at that version from its first turn. A turn in that range
  * recorded at another version refuses the replay (SchemaReplayError naming it): the code that
  * ran it was another version's.
+ *
+ * @example
+ * ```ts
+ * const { migrationSeq, turn } = replayStart(events, 3);
+ * ```
  */
 export const replayStart = (
   events: LedgerEvent[],

@@ -36,21 +36,31 @@ const toDeltaOps = (patch: jsonpatch.Operation[]): DeltaOp[] | undefined => {
   return ops;
 };
 
+/** Ops one checkpoint may carry (the checkpoint route's MAX_OPS). */
+export const MAX_CHECKPOINT_OPS = 1000;
+
 /**
  * Set / delete ops that turn `before` into `after` (neither is changed): a JSON Patch diff
- * (fast-json-patch `compare`) when applying it yields `after` exactly, else (an array diff the
- * set / delete ops cannot express) one op per top-level key that differs. Empty when equal.
+ * (fast-json-patch `compare`) when applying it yields `after` exactly and it is no larger than
+ * one op per top-level key that differs; else those. Empty when equal. A field renamed in
+ * every entry of a long list is then one set of the list, not two ops per entry.
  */
 export const opsBetween = (before: JsonObject, after: JsonObject): DeltaOp[] => {
-  const target = canonicalJson(after);
+  const whole = wholeKeys(before, after);
   const diff = toDeltaOps(jsonpatch.compare(before, after));
-  if (diff) {
-    try {
-      if (canonicalJson(applyOps(structuredClone(before), diff)) === target) return diff;
-    } catch {
-      // falls back to whole keys
+  if (!diff || diff.length > MAX_CHECKPOINT_OPS) return whole;
+  if (canonicalJson(diff).length > canonicalJson(whole).length) return whole;
+  try {
+    if (canonicalJson(applyOps(structuredClone(before), diff)) === canonicalJson(after)) {
+      return diff;
     }
+  } catch {
+    // an array diff the set / delete ops cannot express: whole keys
   }
+  return whole;
+};
+
+const wholeKeys = (before: JsonObject, after: JsonObject): DeltaOp[] => {
   const ops: DeltaOp[] = [];
   for (const key of Object.keys(before)) {
     if (!Object.hasOwn(after, key)) ops.push({ op: 'delete', path: `/${pointerOf(key)}` });
