@@ -398,13 +398,13 @@ export class DurableRun {
    * @internal (resume): commits the migration of this run's state from schema version `from`
    * to `schema.version` as one `hefesto.migration`. Its key is the same for every worker that
    * read the same head, so two resumers with the same upcasters commit it once (the second is
-   * answered the first's result); false when another write won (the caller loads again).
+   * answered the first's result); the refusal when another write won (the caller loads again).
    */
   async migrate(
     from: number,
     schema: ReturnType<typeof schemaOf>,
     stateSeq: number,
-  ): Promise<boolean> {
+  ): Promise<HefestoApiError | undefined> {
     const { state, ops } = upcast(this.#state, from, schema);
     const digest = this.#version === 2 ? digestOfState(state, 2) : sha256Hex(canonicalJson(state));
     try {
@@ -426,12 +426,12 @@ export class DurableRun {
       const lost =
         err instanceof HefestoApiError &&
         ['ErrDivergenceDetected', 'ErrIdempotencyKeyReused', 'ErrSchemaTooNew'].includes(err.code);
-      if (lost) return false;
+      if (lost) return err;
       throw err;
     }
     this.#state = state;
     this.#digest = digest;
-    return true;
+    return undefined;
   }
 
   /**
@@ -537,9 +537,10 @@ export const resume = async (
   for (let attempt = 1; ; attempt++) {
     const { run, from, stateSeq } = await load(client, streamId, options, schema);
     // A migration another resumer won (or a turn written meanwhile): load again, and see it.
-    if (from !== undefined && !(await run.migrate(from, schema, stateSeq))) {
+    const lost = from === undefined ? undefined : await run.migrate(from, schema, stateSeq);
+    if (lost !== undefined) {
       if (attempt < MAX_MIGRATION_ATTEMPTS) continue;
-      throw new SchemaTooNewError(from, schema.version);
+      throw lost;
     }
     if (lease && options.lease) run.holdLease(options.lease.owner, lease, ttlMs);
     return run;
