@@ -574,7 +574,7 @@ const load = async (
   const version = digestVersionOf(head);
   if (options.replay) {
     const events = await readAll(client, streamId, 1);
-    const last = events.findLast((e) => e.seq <= head.stateSeq && e.seq === head.stateSeq);
+    const last = events.find((e) => e.seq === head.stateSeq);
     const now = last ? schemaVersionOf(last) : schema.version;
     if (now > schema.version) throw new SchemaTooNewError(now, schema.version);
     // Replay starts where the state took this worker's version (schema-migration.ts).

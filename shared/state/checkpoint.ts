@@ -380,7 +380,9 @@ export class Checkpointer {
         step.leaves !== undefined ||
         step.binding !== undefined ||
         (!linear && writes !== undefined);
-      const payload = this.#payload(req, stateDigest, depth, linear ? head.deltas + 1 : 0, step);
+      // A migration adds no delta: it never resets the depth (no base is written at it).
+      const deltasAfter = linear && !req.migration ? head.deltas + 1 : 0;
+      const payload = this.#payload(req, stateDigest, depth, deltasAfter, step);
       try {
         return await appender.append({
           tenant: req.tenant,

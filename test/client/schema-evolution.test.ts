@@ -221,6 +221,21 @@ describe.each(allStores.filter((s) => s.enabled))('schema evolution on $name', (
     expect(await migrations(client, 'newer')).toHaveLength(2);
   });
 
+  it('records a version change that leaves the state as it was: a migration with no ops', async () => {
+    const { client } = world;
+    await start(client, 'same', 1, 2);
+    const before = await client.getStream('same');
+    const bumped = await resume(client, 'same', {
+      schema: { version: 2, upcasters: { 1: (s) => s } },
+    });
+    const [only] = await migrations(client, 'same');
+    expect(only?.payload).toMatchObject({ from: 1, to: 2, ops: [] });
+    expect(bumped.stateDigest).toBe(before.stateDigest);
+    expect((await client.getStream('same')).deltas).toBe(before.deltas);
+    await expect(resume(client, 'same')).rejects.toBeInstanceOf(SchemaTooNewError);
+    expect((await client.verify('same')).ok).toBe(true);
+  });
+
   it('says which upcaster it lacks, and writes nothing', async () => {
     const { client } = world;
     await start(client, 'lacking', 1, 2);
