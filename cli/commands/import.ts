@@ -197,8 +197,10 @@ export const importFile: Command = {
     if (reserved !== undefined) {
       throw new CliError(
         'ErrInvalidInput',
-        `${path} holds a ${reserved.type} event (seq ${reserved.seq}): a fork's origin state ` +
-          'cannot be imported; fork the source stream on the target instead',
+        `${path} holds a ${reserved.type} event (seq ${reserved.seq}): ` +
+          (reserved.type === 'hefesto.migration'
+            ? 'a schema migration cannot be imported yet (docs/schema-evolution.md)'
+            : "a fork's origin state cannot be imported; fork the source stream on the target instead"),
       );
     }
     const client = ctx.client();

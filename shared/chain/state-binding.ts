@@ -1,6 +1,6 @@
 import { TamperedLedgerError } from '../domain/errors.js';
 import type { LedgerEvent } from '../domain/event.js';
-import { DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
+import { appliesOps, FORK_EVENT } from '../domain/state.js';
 import { digestVersionOf, emptyStateDigest } from '../domain/state-digest.js';
 import { headMismatch } from './chain-head.js';
 import type { HeadRecord, SnapshotIndexRecord } from './layout.js';
@@ -26,7 +26,8 @@ import { TamperedObjectError } from './tampered.js';
  * A mismatch is ErrTamperedLedger naming the snapshot (or the head), never a divergence.
  */
 
-export const setsState = (type: string): boolean => type === DELTA_EVENT || type === FORK_EVENT;
+/** A delta, a migration (docs/schema-evolution.md) or a fork. */
+export const setsState = (type: string): boolean => appliesOps(type) || type === FORK_EVENT;
 
 const recordedDigest = (event: LedgerEvent): unknown =>
   (event.payload as { stateDigest?: unknown } | null)?.stateDigest;

@@ -1,6 +1,6 @@
 import type { LedgerEvent } from '../domain/event.js';
 import { pendingWritesDigest, WRITES_EVENT, type WritesBinding } from '../domain/pending-writes.js';
-import { DELTA_EVENT } from '../domain/state.js';
+import { appliesOps, DELTA_EVENT } from '../domain/state.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { badCheckpoint } from './label-binding.js';
 import type { HeadRecord } from './layout.js';
@@ -38,7 +38,7 @@ export const badWrites = (seq: number, label: string, why: string) =>
 /** The binding an event commits: a delta's `pendingWrites`, or a `hefesto.writes` event's. */
 export const bindingOf = (event: { type: string; payload: unknown }): WritesBinding | undefined => {
   const p = event.payload as BindingPayload | null;
-  const b = event.type === WRITES_EVENT ? p : event.type === DELTA_EVENT ? p?.pendingWrites : null;
+  const b = event.type === WRITES_EVENT ? p : appliesOps(event.type) ? p?.pendingWrites : null;
   return typeof b?.label === 'string' && typeof b.digest === 'string'
     ? { label: b.label, digest: b.digest }
     : undefined;
@@ -56,7 +56,7 @@ const labelOf = (event: LedgerEvent | undefined): string | undefined => {
 /** The checkpoint a delta moved the head's state off (it froze its writes). */
 export const leavesOf = (event: { type: string; payload: unknown }): string | undefined => {
   const leaves = (event.payload as BindingPayload | null)?.leaves;
-  return event.type === DELTA_EVENT && typeof leaves === 'string' ? leaves : undefined;
+  return appliesOps(event.type) && typeof leaves === 'string' ? leaves : undefined;
 };
 
 /**

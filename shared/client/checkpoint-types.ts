@@ -30,6 +30,10 @@ export interface CheckpointDelta {
   /** Small JSON (≤ 16 KiB canonical) kept with the label. */
   meta?: Json;
   parentLabel?: string;
+  /** The schema version of the state the ops yield (docs/schema-evolution.md); absent: 1. */
+  schema?: number;
+  /** Record it as a `hefesto.migration` from schema version `from` to `to` (ops may be empty). */
+  migration?: { from: number; to: number };
 }
 
 /**

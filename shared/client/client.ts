@@ -1,5 +1,5 @@
 import { genesisHash } from '../domain/event.js';
-import { DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
+import { appliesOps, FORK_EVENT } from '../domain/state.js';
 import { verifyEvents } from '../domain/verify.js';
 import type {
   CheckpointDelta,
@@ -591,7 +591,7 @@ export class HefestoClient {
     }
     const event = await this.#signedEvent(streamId, body.seq);
     const recorded = (event?.payload as { stateDigest?: unknown } | null)?.stateDigest;
-    const sets = event?.type === DELTA_EVENT || event?.type === FORK_EVENT;
+    const sets = event !== undefined && (appliesOps(event.type) || event.type === FORK_EVENT);
     if (sets && typeof recorded === 'string' && recorded !== body.stateDigest) {
       throw new ClientVerificationError(
         body.seq,

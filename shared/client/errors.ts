@@ -164,3 +164,88 @@ export class InvalidOptionsError extends HefestoApiError {
     this.name = 'InvalidOptionsError';
   }
 }
+
+/**
+ * The stream's state is at a newer schema version than this worker's
+ * (docs/schema-evolution.md): the run refuses to write the old shape into it. Deploy the newer
+ * worker (or give this one the upcasters and version).
+ *
+ * @example
+ * ```ts
+ * await resume(client, 'run-1', { schema: { version: 2 } }).catch((err) => {
+ *   if (err instanceof SchemaTooNewError) console.error(err.streamVersion, '>', err.workerVersion);
+ * });
+ * ```
+ */
+export class SchemaTooNewError extends HefestoApiError {
+  readonly streamVersion: number;
+  readonly workerVersion: number;
+
+  constructor(streamVersion: number, workerVersion: number, options?: { cause?: unknown }) {
+    super(
+      'ErrSchemaTooNew',
+      0,
+      `the stream's state is at schema version ${streamVersion}; this worker's is ${workerVersion}`,
+      undefined,
+      options,
+    );
+    this.name = 'SchemaTooNewError';
+    this.streamVersion = streamVersion;
+    this.workerVersion = workerVersion;
+  }
+}
+
+/**
+ * The stream's state is at an older schema version than this worker's and the worker has no
+ * upcaster from `missing` (the version it lacks) to the next one; nothing was written.
+ *
+ * @example
+ * ```ts
+ * await resume(client, 'run-1', { schema: { version: 3, upcasters: { 2: up2 } } }).catch((err) => {
+ *   if (err instanceof UpcasterMissingError) console.error('add upcasters[%d]', err.missing);
+ * });
+ * ```
+ */
+export class UpcasterMissingError extends HefestoApiError {
+  readonly missing: number;
+  readonly workerVersion: number;
+
+  constructor(missing: number, streamVersion: number, workerVersion: number) {
+    super(
+      'ErrUpcasterMissing',
+      0,
+      `the stream's state is at schema version ${streamVersion}; this worker (version ${workerVersion}) ` +
+        `has no upcaster from version ${missing} (upcasters[${missing}])`,
+    );
+    this.name = 'UpcasterMissingError';
+    this.missing = missing;
+    this.workerVersion = workerVersion;
+  }
+}
+
+/**
+ * A replay reached a turn recorded at another schema version than the worker's: that turn was
+ * run by another version's code, so running this code on it proves nothing
+ * (docs/schema-evolution.md). A replay starts at the migration to the worker's version.
+ *
+ * @example
+ * ```ts
+ * await resume(client, 'run-1', { replay: true, schema }).catch((err) => {
+ *   if (err instanceof SchemaReplayError) console.error('turn', err.turn, 'is version', err.recorded);
+ * });
+ * ```
+ */
+export class SchemaReplayError extends DivergenceDetectedError {
+  readonly recorded: number;
+  readonly workerVersion: number;
+
+  constructor(turn: number, recorded: number, workerVersion: number) {
+    super(turn, '', '');
+    this.message =
+      `turn ${turn} was recorded at schema version ${recorded}; a worker of version ` +
+      `${workerVersion} replays only the turns of its version (from its migration)`;
+    this.name = 'SchemaReplayError';
+    this.recorded = recorded;
+    this.workerVersion = workerVersion;
+  }
+}

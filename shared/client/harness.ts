@@ -1,6 +1,6 @@
 import { canonicalJson } from '../domain/canonical.js';
 import { sha256Hex } from '../domain/hashing.js';
-import { applyOps, type JsonObject } from '../domain/state.js';
+import { applyOps, FORK_EVENT, type JsonObject } from '../domain/state.js';
 import {
   type DigestVersion,
   digestOfState,
@@ -8,10 +8,12 @@ import {
   emptyStateDigest,
   NEW_STREAM_DIGEST_VERSION,
 } from '../domain/state-digest.js';
+import { schemaVersionOf } from '../domain/state-schema.js';
 import type { HefestoClient } from './client.js';
 import { runEffect } from './effect-run.js';
-import { DivergenceDetectedError, HefestoApiError } from './errors.js';
+import { DivergenceDetectedError, HefestoApiError, SchemaTooNewError } from './errors.js';
 import { canonicalBytes, INLINE_BUDGET_BYTES, pickByRef, type SetRefOp } from './large-values.js';
+import { replayStart, type StateSchema, schemaOf, upcast } from './schema-migration.js';
 import type { DeltaOp, Json, JsonValueOf, LedgerEvent } from './types.js';
 
 /**
@@ -47,6 +49,8 @@ interface Observation {
   name: string;
   index: number;
   value: Json;
+  /** The schema version of the worker that recorded it, when above 1. */
+  schema?: number;
 }
 
 /**
@@ -80,6 +84,14 @@ export interface ResumeOptions {
    * from the value either way. Default {@link INLINE_BUDGET_BYTES} (192 KiB).
    */
   largeValueBytes?: number;
+  /**
+   * The schema version of the state this worker reads and writes, and upcasters from older
+   * ones (docs/schema-evolution.md). A run at an older version is upcast step by step and the
+   * result committed as one `hefesto.migration` (two resumers at once commit one); a run at a
+   * newer version is refused (SchemaTooNewError); a missing step, UpcasterMissingError.
+   * Default: version 1, no upcasters (a stream that never declared a version is at 1).
+   */
+  schema?: StateSchema;
 }
 
 /**
@@ -123,6 +135,8 @@ export class DurableRun {
   readonly #largeValueBytes: number;
   /** The life of the stream this run writes in (none yet: a new stream, until its first write). */
   #incarnation: string | undefined;
+  /** The schema version this run writes (recorded on each delta when above 1). */
+  readonly #schema: number;
   #lease:
     | { owner: string; epoch: number; ttlMs: number; timer?: ReturnType<typeof setInterval> }
     | undefined;
@@ -138,10 +152,12 @@ export class DurableRun {
       turn: number;
       version?: DigestVersion;
       incarnation?: string;
+      schema?: number;
     },
     recorded: { digests: Map<number, string>; observations: Observation[] },
     largeValueBytes = DEFAULT_LARGE_VALUE_BYTES,
   ) {
+    this.#schema = start.schema ?? 1;
     this.#client = client;
     this.#largeValueBytes = largeValueBytes;
     this.streamId = streamId;
@@ -161,6 +177,11 @@ export class DurableRun {
 
   get stateDigest(): string {
     return this.#digest;
+  }
+
+  /** The schema version of {@link state}: the one this run was resumed with. */
+  get schemaVersion(): number {
+    return this.#schema;
   }
 
   /** The current turn, from 1. */
@@ -282,12 +303,16 @@ export class DurableRun {
       name,
       index,
       value: value as unknown as Json,
+      ...(this.#schema > 1 ? { schema: this.#schema } : {}),
     };
+    // A worker of another schema version records its own observations (its prompt saw
+    // another shape): its own key, and a run of this version never replays them.
+    const version = this.#schema > 1 ? `/v${this.#schema}` : '';
     const written = await this.#client.append(
       this.streamId,
       [{ type: OBSERVATION_TYPE, payload: observation as unknown as Json }],
       {
-        idempotencyKey: `${this.streamId}/obs/${this.#turn}/${name}/${index}`,
+        idempotencyKey: `${this.streamId}/obs/${this.#turn}/${name}/${index}${version}`,
         incarnation: this.#incarnation,
       },
     );
@@ -324,13 +349,15 @@ export class DurableRun {
       this.#recordedDigests.delete(turn);
     } else {
       try {
+        const schema = this.#schema > 1 ? { schema: this.#schema } : {};
         const written = await this.#client.checkpoint(
           this.streamId,
-          { ops: await this.#byRef(ops), baseDigest: this.#digest, stateDigest: digest },
+          { ops: await this.#byRef(ops), baseDigest: this.#digest, stateDigest: digest, ...schema },
           { idempotencyKey: `${this.streamId}/turn/${turn}`, incarnation: this.#incarnation },
         );
         this.#incarnation ??= written.incarnation;
       } catch (err) {
+        await this.#refuseIfMigrated(err);
         // Another worker checkpointed this turn already, with another state (the per-turn
         // key was used for another body) or from another base: this run has diverged.
         if (
@@ -350,6 +377,61 @@ export class DurableRun {
     this.#digest = digest;
     this.#turn = turn + 1;
     return { turn, stateDigest: digest };
+  }
+
+  /**
+   * A write refused because the state moved: when another worker migrated the stream to a
+   * newer schema meanwhile, that is the reason to report (this run holds the old shape).
+   */
+  async #refuseIfMigrated(err: unknown): Promise<void> {
+    const moved =
+      err instanceof HefestoApiError &&
+      (err.code === 'ErrDivergenceDetected' || err.code === 'ErrIdempotencyKeyReused');
+    if (!moved) return;
+    const now = await streamSchema(this.#client, this.streamId).catch(() => undefined);
+    if (now !== undefined && now > this.#schema) {
+      throw new SchemaTooNewError(now, this.#schema, { cause: err });
+    }
+  }
+
+  /**
+   * @internal (resume): commits the migration of this run's state from schema version `from`
+   * to `schema.version` as one `hefesto.migration`. Its key is the same for every worker that
+   * read the same head, so two resumers with the same upcasters commit it once (the second is
+   * answered the first's result); the refusal when another write won (the caller loads again).
+   */
+  async migrate(
+    from: number,
+    schema: ReturnType<typeof schemaOf>,
+    stateSeq: number,
+  ): Promise<HefestoApiError | undefined> {
+    const { state, ops } = upcast(this.#state, from, schema);
+    const digest = this.#version === 2 ? digestOfState(state, 2) : sha256Hex(canonicalJson(state));
+    try {
+      const written = await this.#client.checkpoint(
+        this.streamId,
+        {
+          ops: await this.#byRef(ops),
+          baseDigest: this.#digest,
+          stateDigest: digest,
+          migration: { from, to: schema.version },
+        },
+        {
+          idempotencyKey: `${this.streamId}/schema/${stateSeq}/${schema.version}`,
+          incarnation: this.#incarnation,
+        },
+      );
+      this.#incarnation ??= written.incarnation;
+    } catch (err) {
+      const lost =
+        err instanceof HefestoApiError &&
+        ['ErrDivergenceDetected', 'ErrIdempotencyKeyReused', 'ErrSchemaTooNew'].includes(err.code);
+      if (lost) return err;
+      throw err;
+    }
+    this.#state = state;
+    this.#digest = digest;
+    return undefined;
   }
 
   /**
@@ -374,11 +456,12 @@ export class DurableRun {
 const canonicalOrder = (state: JsonObject): JsonObject =>
   JSON.parse(canonicalJson(state)) as JsonObject;
 
-const observationsOf = (events: LedgerEvent[], from = 1): Observation[] =>
+const observationsOf = (events: LedgerEvent[], schema: number, from = 1): Observation[] =>
   events
     .filter((e) => e.type === OBSERVATION_TYPE && e.seq >= from)
     .map((e) => e.payload as unknown as Observation)
-    .filter((o) => typeof o?.turn === 'number' && typeof o.name === 'string');
+    .filter((o) => typeof o?.turn === 'number' && typeof o.name === 'string')
+    .filter((o) => (o.schema ?? 1) === schema);
 
 const readAll = async (
   client: HefestoClient,
@@ -391,8 +474,46 @@ const readAll = async (
 };
 
 /**
+ * The schema version of the stream's state now: the state-setting event at the head's
+ * `stateSeq` says it (docs/schema-evolution.md); undefined before any.
+ */
+const streamSchema = async (
+  client: HefestoClient,
+  streamId: string,
+): Promise<number | undefined> => {
+  const head = await client.getStream(streamId);
+  if (head.stateSeq === 0) return undefined;
+  const { events } = await client.readEvents(streamId, { from: head.stateSeq, limit: 1 });
+  return events[0] ? schemaVersionOf(events[0]) : undefined;
+};
+
+/**
+ * The events from the one at the head's `stateSeq` (its schema version) on. Retention may have
+ * pruned up to it: without a declared schema the run goes on from the events after it, as
+ * before schemas; with one, the version cannot be read and the run is refused.
+ */
+const readTail = async (
+  client: HefestoClient,
+  streamId: string,
+  head: { seq: number; stateSeq: number },
+  declared: boolean,
+): Promise<LedgerEvent[]> => {
+  if (head.stateSeq === 0 && head.seq === 0) return [];
+  try {
+    return await readAll(client, streamId, Math.max(1, head.stateSeq));
+  } catch (err) {
+    if (!(err instanceof HefestoApiError && err.code === 'ErrPruned') || declared) throw err;
+    return head.seq > head.stateSeq ? readAll(client, streamId, head.stateSeq + 1) : [];
+  }
+};
+
+/** Resumes attempted before giving up on migrating a stream other writers keep moving. */
+const MAX_MIGRATION_ATTEMPTS = 8;
+
+/**
  * Resumes (or starts) the durable run of `streamId`: hydrates the state and loads the
  * observations already recorded for the current turn, so the agent continues at turn N+1.
+ * With `schema`, a state of an older version is upcast and migrated first.
  *
  * @example
  * ```ts
@@ -405,6 +526,7 @@ export const resume = async (
   streamId: string,
   options: ResumeOptions = {},
 ): Promise<DurableRun> => {
+  const schema = schemaOf(options.schema);
   // Lease first, then hydrate: once we hold epoch N, no write of an older epoch can land,
   // so the state we load is the state we continue from.
   const ttlMs = options.lease?.ttlMs ?? 30_000;
@@ -412,16 +534,25 @@ export const resume = async (
     ? await client.acquireLease(streamId, { ...options.lease, ttlMs })
     : undefined;
   if (lease) client.setFence(streamId, lease.epoch);
-  const run = await load(client, streamId, options);
-  if (lease && options.lease) run.holdLease(options.lease.owner, lease, ttlMs);
-  return run;
+  for (let attempt = 1; ; attempt++) {
+    const { run, from, stateSeq } = await load(client, streamId, options, schema);
+    // A migration another resumer won (or a turn written meanwhile): load again, and see it.
+    const lost = from === undefined ? undefined : await run.migrate(from, schema, stateSeq);
+    if (lost !== undefined) {
+      if (attempt < MAX_MIGRATION_ATTEMPTS) continue;
+      throw lost;
+    }
+    if (lease && options.lease) run.holdLease(options.lease.owner, lease, ttlMs);
+    return run;
+  }
 };
 
 const load = async (
   client: HefestoClient,
   streamId: string,
   options: ResumeOptions,
-): Promise<DurableRun> => {
+  schema: ReturnType<typeof schemaOf>,
+): Promise<{ run: DurableRun; from?: number; stateSeq: number }> => {
   let head: Awaited<ReturnType<HefestoClient['getStream']>>;
   try {
     head = await client.getStream(streamId);
@@ -429,47 +560,66 @@ const load = async (
     if (err instanceof HefestoApiError && err.code === 'ErrStreamNotFound') {
       // A stream created now is v2 (records-v2): its first checkpoint starts from v2's {}.
       const version = NEW_STREAM_DIGEST_VERSION;
-      return new DurableRun(
+      const run = new DurableRun(
         client,
         streamId,
-        { state: {}, digest: emptyStateDigest(version), turn: 1, version },
+        { state: {}, digest: emptyStateDigest(version), turn: 1, version, schema: schema.version },
         { digests: new Map(), observations: [] },
         options.largeValueBytes,
       );
+      return { run, stateSeq: 0 };
     }
     throw err;
   }
   const version = digestVersionOf(head);
   if (options.replay) {
     const events = await readAll(client, streamId, 1);
+    const last = events.find((e) => e.seq === head.stateSeq);
+    const now = last ? schemaVersionOf(last) : schema.version;
+    if (now > schema.version) throw new SchemaTooNewError(now, schema.version);
+    // Replay starts where the state took this worker's version (schema-migration.ts).
+    const start = replayStart(events, schema.version);
     const digests = new Map<number, string>();
     let turn = 0;
     for (const e of events) {
-      if (e.type === 'hefesto.delta')
-        digests.set(++turn, (e.payload as { stateDigest: string }).stateDigest);
+      if (e.type === 'hefesto.delta') {
+        turn++;
+        if (turn >= start.turn)
+          digests.set(turn, (e.payload as { stateDigest: string }).stateDigest);
+      }
     }
     const origin =
-      events[0]?.type === 'hefesto.fork' ? await client.getState(streamId, { at: 1 }) : undefined;
-    const state = (origin?.state ?? {}) as JsonObject;
-    return new DurableRun(
+      start.migrationSeq !== undefined
+        ? await client.getState(streamId, { at: start.migrationSeq })
+        : events[0]?.type === FORK_EVENT
+          ? await client.getState(streamId, { at: 1 })
+          : undefined;
+    const state = canonicalOrder((origin?.state ?? {}) as JsonObject);
+    const run = new DurableRun(
       client,
       streamId,
       {
         state,
         digest: origin?.stateDigest ?? emptyStateDigest(version),
-        turn: 1,
+        turn: start.turn,
         version,
         incarnation: head.incarnation,
+        schema: schema.version,
       },
-      { digests, observations: observationsOf(events) },
+      { digests, observations: observationsOf(events, schema.version) },
       options.largeValueBytes,
     );
+    return { run, stateSeq: head.stateSeq };
   }
   const at = await client.getState(streamId, { at: head.seq });
-  const pending =
-    head.seq > head.stateSeq ? await readAll(client, streamId, head.stateSeq + 1) : [];
+  // From the event that set the state (its schema version), through the observations after it.
+  const tail = await readTail(client, streamId, head, options.schema !== undefined);
+  const stateEvent = tail.find((e) => e.seq === head.stateSeq);
+  const now = stateEvent ? schemaVersionOf(stateEvent) : schema.version;
+  if (now > schema.version) throw new SchemaTooNewError(now, schema.version);
   const turn = head.deltas + 1;
-  return new DurableRun(
+  const pending = tail.filter((e) => e.seq > head.stateSeq);
+  const run = new DurableRun(
     client,
     streamId,
     {
@@ -478,8 +628,13 @@ const load = async (
       turn,
       version,
       incarnation: head.incarnation,
+      schema: schema.version,
     },
-    { digests: new Map(), observations: observationsOf(pending).filter((o) => o.turn === turn) },
+    {
+      digests: new Map(),
+      observations: observationsOf(pending, schema.version).filter((o) => o.turn === turn),
+    },
     options.largeValueBytes,
   );
+  return { run, stateSeq: head.stateSeq, ...(now < schema.version ? { from: now } : {}) };
 };

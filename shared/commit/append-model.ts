@@ -3,7 +3,7 @@ import type { EventInput, SealedEvent } from '../domain/event.js';
 import { payloadJsonOf } from '../domain/event.js';
 import type { SegmentHeader } from '../domain/segment.js';
 import type { HeadSigner } from '../domain/signed-head.js';
-import { DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
+import { appliesOps, DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
@@ -87,11 +87,12 @@ export const stateEffect = (
 ): StateEffect => {
   let { stateDigest, deltas, stateSeq, stateDepth } = before;
   for (const event of events) {
-    if (event.type !== DELTA_EVENT && event.type !== FORK_EVENT) continue;
+    if (!appliesOps(event.type) && event.type !== FORK_EVENT) continue;
     const payload = event.payload() as { stateDigest?: unknown; depth?: unknown } | null;
     if (typeof payload?.stateDigest !== 'string') continue;
     stateDigest = payload.stateDigest;
     stateSeq = event.seq;
+    // A migration sets the state but is no turn: the base cadence counts deltas.
     if (event.type === DELTA_EVENT) deltas++;
     // records-v2: a v2 delta records the depth of its result; a fork or a v1 delta leaves
     // the head without one (absent means deltas mod K).

@@ -36,6 +36,7 @@ export const PUBLIC_ERROR_CODES = [
   'ErrMethodNotAllowed',
   'ErrInternal',
   'ErrLabelExists',
+  'ErrSchemaTooNew',
 ] as const;
 
 export type PublicErrorCode = (typeof PUBLIC_ERROR_CODES)[number];
@@ -391,5 +392,23 @@ export class LabelExistsError extends HefestoError {
   constructor(label: string) {
     super('ErrLabelExists', `this stream already has a checkpoint labelled ${label}`);
     this.label = label;
+  }
+}
+
+/**
+ * The stream's state is at a newer schema version than the writer's (docs/schema-evolution.md):
+ * writing it would put the old shape into a run that has moved on. Names both versions.
+ */
+export class SchemaTooNewError extends HefestoError {
+  readonly streamVersion: number;
+  readonly workerVersion: number;
+
+  constructor(streamVersion: number, workerVersion: number) {
+    super(
+      'ErrSchemaTooNew',
+      `the stream's state is at schema version ${streamVersion}; this writer's is ${workerVersion}`,
+    );
+    this.streamVersion = streamVersion;
+    this.workerVersion = workerVersion;
   }
 }

@@ -18,6 +18,15 @@ export type DeltaOp =
 /** Ledger event types the service writes itself; clients may not append them directly. */
 export const DELTA_EVENT = 'hefesto.delta';
 export const FORK_EVENT = 'hefesto.fork';
+/**
+ * A delta that also changes the state's schema version (docs/schema-evolution.md): its payload
+ * is a delta's plus `from` and `to`. It sets the state like a delta; it is no turn (the head's
+ * `deltas` and the base cadence count deltas only).
+ */
+export const MIGRATION_EVENT = 'hefesto.migration';
+/** Whether events of `type` carry ops that change the state: a delta or a migration. */
+export const appliesOps = (type: string): boolean =>
+  type === DELTA_EVENT || type === MIGRATION_EVENT;
 export const RESERVED_TYPE_PREFIX = 'hefesto.';
 
 /** A delta event's payload: v1 `{ops, baseDigest, stateDigest}`, plus the v2 fields. */
@@ -43,6 +52,14 @@ export interface DeltaPayload {
   leaves?: string;
   /** The digest of the writes of the checkpoint the previous state left (frozen then). */
   pendingWrites?: { label: string; digest: string };
+  /** The schema version of the state it yields, when a worker declared one (absent: 1). */
+  schema?: number;
+}
+
+/** A migration's payload: a delta's, and the schema versions it turns the state from and to. */
+export interface MigrationPayload extends DeltaPayload {
+  from: number;
+  to: number;
 }
 
 export interface ForkPayload {
@@ -54,6 +71,8 @@ export interface ForkPayload {
   root?: { format: 'hefesto.state'; v: 2; digest: string; size: number };
   /** 2 on every fork written since state v2 (a fork is a v2 stream); absent: v1. */
   digestVersion?: 2;
+  /** The schema version of the source's state at the fork (docs/schema-evolution.md); absent: 1. */
+  schema?: number;
 }
 
 export const EMPTY_STATE_DIGEST = sha256Hex(canonicalJson({}));

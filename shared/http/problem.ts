@@ -12,6 +12,7 @@ import {
   PayloadTooLargeError,
   PrunedError,
   type PublicErrorCode,
+  SchemaTooNewError,
   SeqConflictError,
   TamperedLedgerError,
   UnavailableError,
@@ -103,6 +104,9 @@ const extrasOf = (err: HefestoError): Record<string, unknown> => {
   }
   if (err instanceof PayloadTooLargeError && err.overrun) return { ...err.overrun };
   if (err instanceof PrunedError) return { prunedSeq: err.prunedSeq };
+  if (err instanceof SchemaTooNewError) {
+    return { streamVersion: err.streamVersion, workerVersion: err.workerVersion };
+  }
   if (err instanceof IdempotencyInProgressError) {
     return { retryAfterSeconds: retryAfterSeconds(err.retryAfterMs) };
   }

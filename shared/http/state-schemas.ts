@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { LABEL_PATTERN } from '../commit/labels.js';
+import { MAX_SCHEMA_VERSION } from '../domain/state-schema.js';
 import { MAX_VALUE_BYTES } from '../domain/state-v2/index.js';
 import { SignedTreeHeadSchema } from './proof-schemas.js';
 import { queryInt } from './query-int.js';
@@ -53,9 +54,11 @@ export const DeltaOpSchema = z
 
 export const MAX_OPS = 1000;
 
+const SchemaVersion = z.number().int().min(1).max(MAX_SCHEMA_VERSION);
+
 export const CheckpointBody = z
   .strictObject({
-    ops: z.array(DeltaOpSchema).min(1).max(MAX_OPS),
+    ops: z.array(DeltaOpSchema).max(MAX_OPS),
     baseDigest: Digest.openapi({
       description: 'The state digest this delta starts from; not the current one -> 409',
     }),
@@ -84,6 +87,29 @@ export const CheckpointBody = z
     parentLabel: z.string().regex(LABEL_PATTERN).optional().openapi({
       description: 'The label of the checkpoint this one continues',
     }),
+    schema: SchemaVersion.optional().openapi({
+      description:
+        'The schema version of the state the ops yield, recorded on the delta ' +
+        '(docs/schema-evolution.md); absent: 1',
+    }),
+    migration: z
+      .strictObject({ from: SchemaVersion, to: SchemaVersion })
+      .refine((m) => m.to > m.from, 'a migration goes to a higher version')
+      .optional()
+      .openapi({
+        description:
+          'Record the ops as a `hefesto.migration` turning the head state of schema version ' +
+          '`from` (checked: else 400, or 409 ErrSchemaTooNew when the state is at `to` or ' +
+          'later) into version `to`; ops may then be empty (a version change only)',
+      }),
+  })
+  .refine((b) => b.ops.length > 0 || b.migration !== undefined, {
+    message: 'ops must not be empty (but for a migration)',
+    path: ['ops'],
+  })
+  .refine((b) => b.schema === undefined || b.migration === undefined, {
+    message: 'a migration names its version in `to`: no `schema` beside it',
+    path: ['schema'],
   })
   .openapi('CheckpointRequest', {
     example: {

@@ -50,6 +50,7 @@ export const STATUS_BY_CODE = {
   ErrInternal: 500,
   ErrUnavailable: 503,
   ErrLabelExists: 409,
+  ErrSchemaTooNew: 409,
 } as const satisfies Record<PublicErrorCode, number>;
 
 export type ProblemStatus = (typeof STATUS_BY_CODE)[PublicErrorCode];

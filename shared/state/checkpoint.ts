@@ -7,17 +7,20 @@ import {
   DivergenceError,
   InvalidInputError,
   LabelExistsError,
+  SchemaTooNewError,
   SeqConflictError,
   StreamExistsError,
 } from '../domain/errors.js';
 import type { WritesBinding } from '../domain/pending-writes.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import {
+  appliesOps,
   DELTA_EVENT,
   type DeltaOp,
   type DeltaPayload,
   FORK_EVENT,
   type ForkPayload,
+  MIGRATION_EVENT,
 } from '../domain/state.js';
 import {
   digestOfState,
@@ -25,6 +28,7 @@ import {
   emptyStateDigest,
   NEW_STREAM_DIGEST_VERSION,
 } from '../domain/state-digest.js';
+import { schemaVersionOf } from '../domain/state-schema.js';
 import {
   checkBudget,
   countNodes,
@@ -101,6 +105,13 @@ export interface CheckpointRequest {
   meta?: JsonValue;
   /** v2: the label of the checkpoint this one continues. */
   parentLabel?: string;
+  /** The schema version of the state the ops yield (docs/schema-evolution.md); absent: 1. */
+  schema?: number;
+  /**
+   * Written as a `hefesto.migration`: the ops turn the state of schema version `from` (the
+   * version at the head's state, checked here) into version `to`. Linear only.
+   */
+  migration?: { from: number; to: number };
   /** The request's share of the process's memory (memory-pool.ts); none: not counted. */
   memory?: MemoryAccount;
 }
@@ -270,6 +281,7 @@ export class Checkpointer {
       throw new LabelExistsError(req.label);
     }
     const linear = req.baseSeq === undefined || req.baseSeq === head.stateSeq;
+    if (req.migration) await this.#checkMigration(req, req.migration, head, linear);
     // Values set by ref are measured from their chunks first (their logical size, against the
     // work budget), so a value that would not fit is refused before any state is built.
     const { budget } = states;
@@ -310,7 +322,9 @@ export class Checkpointer {
       throw err;
     }
     if (outcome.replayed) return this.#replayed(outcome.response);
-    if (outcome.deltas !== undefined && outcome.deltas % states.snapshotEvery === 0) {
+    // A migration adds no delta: the K-th delta's commit wrote the base of this count.
+    const deltas = req.migration ? undefined : outcome.deltas;
+    if (deltas !== undefined && deltas % states.snapshotEvery === 0) {
       // From the tree itself (v2): no serializing the state, and the values set by ref are
       // chunks already stored (seen under `measured.gen`), so the base writes only the rest.
       // Before the cache holds the tree, so no other checkpoint changes it meanwhile.
@@ -366,13 +380,17 @@ export class Checkpointer {
         step.leaves !== undefined ||
         step.binding !== undefined ||
         (!linear && writes !== undefined);
-      const payload = this.#payload(req, stateDigest, depth, linear ? head.deltas + 1 : 0, step);
+      // A migration adds no delta: it never resets the depth (no base is written at it).
+      const deltasAfter = linear && !req.migration ? head.deltas + 1 : 0;
+      const payload = this.#payload(req, stateDigest, depth, deltasAfter, step);
       try {
         return await appender.append({
           tenant: req.tenant,
           stream: req.stream,
           idempotency: req.idempotency,
-          events: [{ type: DELTA_EVENT, payload: payload as never }],
+          events: [
+            { type: req.migration ? MIGRATION_EVENT : DELTA_EVENT, payload: payload as never },
+          ],
           expectedStateDigest: linear ? req.baseDigest : undefined,
           ...(exact ? { expectedSeq: head.seq } : {}),
           // The head read before the idempotency record (the order storedResult needs).
@@ -426,8 +444,10 @@ export class Checkpointer {
     const [event] = (
       await this.#o.reader.readEvents(req.tenant, req.stream, { from: at, limit: 1 })
     ).events;
-    if (event?.seq !== at || (event.type !== DELTA_EVENT && event.type !== FORK_EVENT)) {
-      throw new InvalidInputError(`baseSeq ${at} is not a checkpoint (a delta or a fork)`);
+    if (event?.seq !== at || (!appliesOps(event.type) && event.type !== FORK_EVENT)) {
+      throw new InvalidInputError(
+        `baseSeq ${at} is not a checkpoint (a delta, a migration or a fork)`,
+      );
     }
     const recorded = (event.payload as { stateDigest?: unknown }).stateDigest;
     if (recorded !== req.baseDigest) {
@@ -441,6 +461,39 @@ export class Checkpointer {
       memory: req.memory,
     });
     return { state: hydrated.working, depth: hydrated.depth };
+  }
+
+  /**
+   * A migration's `from` must be the schema version of the head's state, read from the event
+   * that set it (one event read, on a migration only): a migration that lost a race to another
+   * one to `to` or beyond is refused (ErrSchemaTooNew), so the chain never claims a version
+   * the state does not have. Checked after the idempotency record: a retry gets its answer.
+   */
+  async #checkMigration(
+    req: CheckpointRequest,
+    migration: { from: number; to: number },
+    head: ChainHead,
+    linear: boolean,
+  ): Promise<void> {
+    if (!linear) throw new InvalidInputError('a migration applies to the head state (no baseSeq)');
+    // readSpan: retention keeps the segment holding stateSeq even past the pruning point.
+    const current =
+      head.stateSeq > 0
+        ? await this.#schemaAt(req.tenant, req.stream, head.stateSeq)
+        : migration.from;
+    if (current >= migration.to) throw new SchemaTooNewError(current, migration.to);
+    if (current !== migration.from) {
+      throw new InvalidInputError(
+        `migration from version ${migration.from}: the state is at schema version ${current}`,
+      );
+    }
+  }
+
+  /** The schema version of the state set at `stateSeq` (1 when none, or unknown). */
+  async #schemaAt(tenant: string, stream: string, stateSeq: number | undefined): Promise<number> {
+    if (!stateSeq) return 1;
+    const [event] = await this.#o.reader.readSpan(tenant, stream, stateSeq, stateSeq);
+    return event ? schemaVersionOf(event) : 1;
   }
 
   /** The event payload: v1 unless the request uses a v2 field (or binds writes). */
@@ -459,7 +512,9 @@ export class Checkpointer {
       req.baseSeq !== undefined ||
       req.label !== undefined ||
       req.meta !== undefined ||
-      req.parentLabel !== undefined;
+      req.parentLabel !== undefined ||
+      req.schema !== undefined ||
+      req.migration !== undefined;
     if (!v2) return v1;
     const reset = deltasAfter > 0 && deltasAfter % this.#o.states.snapshotEvery === 0;
     return {
@@ -476,7 +531,9 @@ export class Checkpointer {
       ...(req.label !== undefined && this.#o.writes ? { writesBound: true as const } : {}),
       ...(writes.leaves === undefined ? {} : { leaves: writes.leaves }),
       ...(writes.binding ? { pendingWrites: writes.binding } : {}),
-    } satisfies DeltaPayload;
+      ...(req.schema === undefined ? {} : { schema: req.schema }),
+      ...(req.migration ? { from: req.migration.from, to: req.migration.to } : {}),
+    } satisfies DeltaPayload & { from?: number; to?: number };
   }
 
   #replayed(response: AppendResponse): CheckpointResult {
@@ -515,11 +572,13 @@ export class Checkpointer {
       state: origin.working.tree ?? origin.state,
       stateDigest,
     });
+    const schema = await this.#schemaAt(req.tenant, req.source, origin.stateSeq);
     const payload: ForkPayload = {
       source: { streamId: req.source, seq: origin.seq, hash: origin.hash },
       stateDigest,
       ...written.fields,
       digestVersion: version,
+      ...(schema > 1 ? { schema } : {}),
     };
     try {
       const outcome = await appender.append({

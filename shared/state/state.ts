@@ -21,6 +21,7 @@ import {
 import { genesisHash, type LedgerEvent } from '../domain/event.js';
 import { decodeAnySnapshot, encodeSnapshot, type StateRootRef } from '../domain/snapshot.js';
 import {
+  appliesOps,
   DELTA_EVENT,
   type DeltaPayload,
   FORK_EVENT,
@@ -469,7 +470,7 @@ export class StateStore {
           'first event after the snapshot does not link to it',
         );
       }
-      if (event.type === DELTA_EVENT) {
+      if (appliesOps(event.type)) {
         const payload = event.payload as unknown as DeltaPayload;
         const held = payload.baseSeq === stateSeq || payload.baseSeq === lastStateSeq;
         if (payload.baseSeq !== undefined && !held) {
@@ -486,7 +487,7 @@ export class StateStore {
         depth = typeof payload.depth === 'number' ? payload.depth : depth + 1;
         stateSeq = event.seq;
         lastStateSeq = event.seq;
-        deltasApplied++;
+        if (event.type === DELTA_EVENT) deltasApplied++;
       } else if (event.type === FORK_EVENT) {
         ({ state, digest } = await this.#applyFork(tenant, stream, event, version, memory));
         depth = 0;

@@ -263,6 +263,40 @@ describe.each(allStores.filter((f) => f.enabled))('the tamper matrix on $name', 
   );
 
   it(
+    'detects an edited migration: its segment fails closed, its state is never served',
+    async () => {
+      const seq = w.seqs.migration as number;
+      const key = keysOfKind(w.final, kindNamed('segment'))
+        .filter(inStream(S))
+        .find((id) => {
+          const [first, last = first] = (id.split('/seg/')[1] ?? '').split('-').map(Number);
+          return (first as number) <= seq && seq <= (last as number);
+        });
+      expect(key, 'a segment holds the migration').toBeDefined();
+      const stored = await w.stores.objects.get(key as string);
+      const body = Buffer.from(stored?.body ?? []);
+      const at = body.indexOf('"to":2');
+      expect(at).toBeGreaterThan(0);
+      const t = new Tamperer(w);
+      try {
+        // The migration now claims version 3: same length, the event's hash no longer holds.
+        await t.putObject(key as string, Uint8Array.from(body).fill(0x33, at + 5, at + 6));
+        const writes = w.track.writes();
+        await expect(
+          w.ledger().states.hydrate(T, S, (w.seqs.migration as number) + 1),
+        ).rejects.toBeInstanceOf(TamperedLedgerError);
+        expect((await runVerify(w))[S]).toEqual({ ok: false, object: 'segment' });
+        const reads = await runReads(w);
+        checkReads(honest, reads, { read: 'segment' });
+        expect(w.track.writes(), 'a detector wrote').toBe(writes);
+      } finally {
+        await t.restore();
+      }
+    },
+    CASE,
+  );
+
+  it(
     'answers every read as before the matrix, every case undone',
     async () => {
       expect(await runReads(w)).toEqual(honest);

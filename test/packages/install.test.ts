@@ -375,6 +375,7 @@ describe('installable packages', () => {
       'packages/client/README.md',
       'packages/langgraph/README.md',
       'docs/langgraph.md',
+      'docs/schema-evolution.md',
     ]) {
       it(`runs every block of ${doc} not marked "not run", verbatim, printing what it shows`, async () => {
         const blocks = docBlocks(readFileSync(join(REPO, doc), 'utf8'));

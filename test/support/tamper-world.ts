@@ -244,6 +244,22 @@ export const tamperWorld = async (factory: StoreFactory): Promise<TamperWorld> =
   const secondHalf = async (stream: string) => {
     await l.appender.append({ tenant: T, stream, events: notes(3, 'b') });
     await checkpoint(stream, 5);
+    // A schema migration between two labelled checkpoints (docs/schema-evolution.md): every
+    // case after it reads and verifies through a hefesto.migration (the bases after it bind
+    // through it), and the matrix's migration case edits it.
+    const head = await l.appender.readHead(T, stream);
+    const migrated = await l.checkpoints.checkpoint({
+      tenant: T,
+      stream,
+      ops: [
+        { op: 'delete', path: '/k5' },
+        { op: 'set', path: '/k5v2', value: { was: 5 } },
+      ],
+      baseDigest: head.stateDigest,
+      migration: { from: 1, to: 2 },
+    });
+    if (stream === S) world.seqs.migration = migrated.seq;
+    clock.advance(10);
     await checkpoint(stream, 6);
     await l.appender.append({ tenant: T, stream, events: notes(1, 'c') });
   };

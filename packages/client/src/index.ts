@@ -28,6 +28,7 @@ export type { RetryPolicy } from '../../../shared/client/http.js';
 export * from '../../../shared/client/large-values.js';
 export * from '../../../shared/client/options.js';
 export * from '../../../shared/client/proofs.js';
+export type { StateSchema, Upcaster } from '../../../shared/client/schema-migration.js';
 export * from '../../../shared/client/set-value.js';
 export * from '../../../shared/client/state-proofs.js';
 export * from '../../../shared/client/trust-store.js';

@@ -27,6 +27,7 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from '@langchain/langgraph-checkpoint';
+import { type ChannelSchema, ChannelUpcasters } from './channel-schema.js';
 import { diffJson } from './json-diff.js';
 import { PutWaiters } from './put-waiters.js';
 import { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
@@ -95,6 +96,8 @@ export interface HefestoSaverOptions {
    * ref (see above). Default INLINE_BUDGET_BYTES (192 KiB).
    */
   largeValueBytes?: number;
+  /** The schema version of the graph's channel values, with upcasters (channel-schema.ts). */
+  schema?: ChannelSchema;
 }
 
 /** A put refused because another worker moved the thread since this one read it. */
@@ -122,6 +125,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
   /** Set with `exclusive: true`. */
   readonly leases: ThreadLeases | undefined;
   readonly #largeValueBytes: number;
+  readonly #schema: ChannelUpcasters;
 
   constructor(options: HefestoSaverOptions) {
     super(options.serde);
@@ -134,6 +138,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
     this.prefix = options.prefix ?? 'lg';
     this.leases = options.exclusive ? new ThreadLeases(this.client, options.lease) : undefined;
     this.#largeValueBytes = options.largeValueBytes ?? INLINE_BUDGET_BYTES;
+    this.#schema = new ChannelUpcasters(options.schema);
   }
 
   /** `exclusive`: releases this saver's leases of a thread (of every thread without one). */
@@ -185,8 +190,9 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const { threadId, ns, stream } = ids;
     const ckpt = state.ckpt as unknown as Omit<Checkpoint, 'channel_values'>;
     const channel_values: Record<string, unknown> = {};
+    const from = this.#schema.versionOf(state);
     for (const [k, v] of Object.entries((state.values ?? {}) as Record<string, Encoded>)) {
-      channel_values[k] = await this.#decode(v);
+      channel_values[k] = this.#schema.upcast(k, await this.#decode(v), from);
     }
     const checkpoint = { ...structuredClone(ckpt), channel_values } as Checkpoint;
     const { writes } = await this.client.getPendingWrites(stream, label.label);
@@ -341,6 +347,16 @@ export class HefestoSaver extends BaseCheckpointSaver {
         changed.push(channel);
       } else delete values[channel];
     }
+    // A checkpoint of an older schema: its other channels are written in the new shape too.
+    const from = this.#schema.versionOf(base.state);
+    for (const channel of from < this.#schema.version ? Object.keys(values) : []) {
+      if (changed.includes(channel)) continue;
+      const value = await this.#decode(values[channel] as unknown as Encoded);
+      values[channel] = (await this.#encode(
+        this.#schema.upcast(channel, value, from),
+      )) as unknown as Json;
+      changed.push(channel);
+    }
     const held = await this.#largeByRef(values, changed, baseValues);
     // A checkpoint holds the channels it versions, as savers that load blobs by version do.
     for (const channel of Object.keys(values)) {
@@ -351,6 +367,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
       ns: ids.ns,
       ckpt: JSON.parse(JSON.stringify(rest)) as Json,
       values,
+      ...this.#schema.stamp,
     };
     const ops: Array<DeltaOp | SetRefOp> = diffJson(base.state, next);
     for (const ref of held) {
@@ -367,6 +384,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
         meta,
         ...(base.label === null ? {} : { parentLabel: base.label }),
         ...(base.linear ? {} : { baseSeq: base.seq }),
+        ...this.#schema.stamp,
       });
       this.#tips.set(ids.stream, {
         label,

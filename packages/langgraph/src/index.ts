@@ -4,6 +4,7 @@
  * client package's own types (tsconfig.build.json `paths`).
  */
 
+export type { ChannelSchema } from './channel-schema.js';
 export { type EffectToolOptions, effectKeyOf, effectTool } from './effect-tool.js';
 export { HefestoSaver, type HefestoSaverOptions, StaleThreadError } from './hefesto-saver.js';
 export { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';

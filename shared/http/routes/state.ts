@@ -62,7 +62,8 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       'SET/DELETE operations (RFC 6901 paths) on the stream state, recorded as a hash-chained ' +
       '`hefesto.delta` event. `baseDigest` must be the current state digest (else 409 ' +
       'ErrDivergenceDetected); ops that cannot apply are 422 ErrInvalidDelta. With `label`, ' +
-      '`meta`, `parentLabel` or `baseSeq` the event is a v2 delta (docs/records-v2.md). Nothing is ' +
+      '`meta`, `parentLabel`, `baseSeq` or `schema` the event is a v2 delta (docs/records-v2.md); ' +
+      'with `migration` it is a `hefesto.migration` (docs/schema-evolution.md). Nothing is ' +
       `written on any error. The ops are limited like an event payload (${limits.maxPayloadBytes} bytes).`,
     security: BEARER_SECURITY,
     middleware: [write, body] as const,
@@ -81,6 +82,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
         'ErrInvalidDelta',
         'ErrDraining',
         'ErrStreamRecreated',
+        'ErrSchemaTooNew',
       ),
     },
   });
@@ -111,6 +113,8 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       label: req.label,
       meta: req.meta === undefined ? undefined : checkMeta(req.meta as JsonValue),
       parentLabel: req.parentLabel,
+      schema: req.schema,
+      migration: req.migration,
       memory: c.get('memory'),
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');
