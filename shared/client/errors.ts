@@ -36,6 +36,7 @@ export type ServerErrorCode =
   | 'ErrUnavailable'
   | 'ErrInternal'
   | 'ErrLabelExists'
+  | 'ErrDataDirInUse'
   | (string & {});
 
 /**

@@ -32,7 +32,8 @@ export type ErrorCode =
   | 'ErrForbidden'
   | 'ErrMethodNotAllowed'
   | 'ErrInternal'
-  | 'ErrLabelExists';
+  | 'ErrLabelExists'
+  | 'ErrDataDirInUse';
 
 export interface HefestoErrorOptions {
   cause?: unknown;
@@ -296,13 +297,26 @@ export class DataDirNotFoundError extends NotFoundError {
   }
 }
 
-/** Another process (a running server) holds the embedded data directory. */
-export class DataDirInUseError extends UnavailableError {
+/**
+ * Another holder (a running server, or an in-process engine: `@hefesto/embedded`) has the
+ * embedded data directory's lock: one process owns a data directory. `pid` names the holder
+ * when it left its pid in the directory (dir-lock.ts); this process's own pid when a second
+ * store of this process asked.
+ */
+export class DataDirInUseError extends HefestoError {
   readonly dir: string;
+  readonly pid: number | undefined;
 
-  constructor(dir: string, options?: HefestoErrorOptions) {
-    super(`the data directory ${dir} is in use by a running server`, options);
+  constructor(dir: string, options?: HefestoErrorOptions & { pid?: number; message?: string }) {
+    const pid = options?.pid;
+    super(
+      'ErrDataDirInUse',
+      options?.message ??
+        `the data directory ${dir} is in use by a running server${pid ? ` (pid ${pid})` : ''}`,
+      options,
+    );
     this.dir = dir;
+    this.pid = pid;
   }
 }
 
