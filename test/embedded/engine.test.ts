@@ -8,7 +8,6 @@ import { HefestoClient } from '../../shared/client/client.js';
 import { HefestoApiError } from '../../shared/client/errors.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import { DataDirInUseError } from '../../shared/domain/errors.js';
-import { emptyStateDigest } from '../../shared/domain/state-digest.js';
 
 /**
  * The in-process engine (`@hefesto/embedded`): a HefestoClient answered by the embedded
@@ -57,7 +56,7 @@ describe('openEmbedded', () => {
       // A signed tree head per append, checked against the engine's published key.
       expect(appended.treeHead).toMatchObject({ streamId: 'run-1', treeSize: 1, alg: 'EdDSA' });
       const checkpoint = await client.checkpoint('run-1', {
-        baseDigest: appended.head.stateDigest ?? emptyStateDigest(),
+        baseDigest: (await client.getStream('run-1')).stateDigest,
         ops: [{ op: 'set', path: '/turn', value: 1 }],
       });
       expect(checkpoint.seq).toBe(2);
