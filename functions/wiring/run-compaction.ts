@@ -9,10 +9,7 @@ import { LocalRecordStore } from '../../shared/adapters/local/local-record-store
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import type { CompactionReport } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
-import {
-  DataDirInUseError,
-  DataDirNotFoundError,
-} from '../../shared/domain/errors.js';
+import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';

@@ -33,7 +33,9 @@ afterEach(async () => {
 
 /** GET /v1/whoami with `apiKey` through `fetcher` (the engine's handler or a socket). */
 const whoami = async (fetcher: typeof fetch, baseUrl: string, apiKey: string) => {
-  const res = await fetcher(`${baseUrl}/v1/whoami`, { headers: { authorization: `Bearer ${apiKey}` } });
+  const res = await fetcher(`${baseUrl}/v1/whoami`, {
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 };
 
@@ -49,7 +51,9 @@ const rejection = async (promise: Promise<unknown>): Promise<Error> => {
 describe('openEmbedded', () => {
   describe('the client', () => {
     it('appends, checkpoints and reads with verified receipts, with no socket', async () => {
-      const { client } = await engine({ client: { verify: true, trustStore: new MemoryTrustStore() } });
+      const { client } = await engine({
+        client: { verify: true, trustStore: new MemoryTrustStore() },
+      });
       expect(client).toBeInstanceOf(HefestoClient);
       const appended = await client.append('run-1', [{ type: 'observation', payload: { n: 1 } }]);
       expect(appended).toMatchObject({ firstSeq: 1, lastSeq: 1, replayed: false });
@@ -105,7 +109,7 @@ describe('openEmbedded', () => {
       });
     });
 
-    it("has a key valid only while the engine is open, stored nowhere", async () => {
+    it('has a key valid only while the engine is open, stored nowhere', async () => {
       const first = await engine({ serve: { port: 0 } });
       // The loopback listener accepts the process key like any key (the same app).
       expect(await whoami(fetch, first.served?.url ?? '', first.apiKey)).toMatchObject({
@@ -175,7 +179,10 @@ describe('openEmbedded', () => {
       const { client, served } = await engine({ serve: { port: 0 } });
       await client.append('run-1', [{ type: 'note', payload: 'in process' }]);
       expect(served?.url).toMatch(/^http:\/\/localhost:\d+$/);
-      expect(served?.firstKey).toMatchObject({ tenant: 'default', scopes: ['read', 'write', 'admin'] });
+      expect(served?.firstKey).toMatchObject({
+        tenant: 'default',
+        scopes: ['read', 'write', 'admin'],
+      });
       const http = new HefestoClient({ baseUrl: served?.url ?? '', apiKey: served?.firstKey?.key });
       expect((await http.readEvents('run-1')).events[0]?.payload).toBe('in process');
       expect(

@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { HefestoClient } from '@hefesto/client';
-import { type CompactionTimer, startCompactionTimer } from '../../../functions/wiring/compaction.js';
+import {
+  type CompactionTimer,
+  startCompactionTimer,
+} from '../../../functions/wiring/compaction.js';
 import { createEmbedded, type Embedded } from '../../../functions/wiring/embedded.js';
 import { parseSettings } from '../../../shared/config/settings.js';
 import { inProcessFetch } from './in-process-fetch.js';
@@ -108,7 +111,8 @@ export const openEmbedded = async (options: EmbeddedOptions = {}): Promise<Embed
       };
     }
     const { intervalMs } = settings.compaction;
-    if (intervalMs > 0) compaction = startCompactionTimer(embedded.compactor, embedded.logger, intervalMs);
+    if (intervalMs > 0)
+      compaction = startCompactionTimer(embedded.compactor, embedded.logger, intervalMs);
     return { client, fetch: transport.fetch, baseUrl, apiKey: principal.key, served, close };
   } catch (err) {
     await close();
