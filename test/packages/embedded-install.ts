@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -129,9 +129,12 @@ export const embeddedInstallTests = (ctx: EmbeddedInstallContext): void => {
           readme,
         )?.[1];
       expect(snippet).toBeDefined();
-      writeFileSync(join(project, 'engine-graph.mjs'), snippet ?? '');
+      // A directory of its own: its `.hefesto` is not the one the package README's blocks used.
+      const here = join(project, 'root-readme');
+      mkdirSync(here);
+      writeFileSync(join(here, 'graph.mjs'), snippet ?? '');
       const once = async () =>
-        (await run(process.execPath, ['engine-graph.mjs'], { cwd: project, env: env() })).stdout;
+        (await run(process.execPath, ['graph.mjs'], { cwd: here, env: env() })).stdout;
       expect((await once()).trim()).toBe("[ 'hello', 'you said: hello' ]");
       // A second process continues the thread from the same data directory.
       expect((await once()).trim()).toBe(
@@ -167,10 +170,13 @@ export const embeddedInstallTests = (ctx: EmbeddedInstallContext): void => {
       expect(result).toBe('ok');
     }, 90_000);
 
-    it('runs the server from the package: npx hefesto-server', async () => {
+    it("runs the server from the package's bin (what npx hefesto-server runs)", async () => {
       const data = mkdtempSync(join(tmpdir(), 'hefesto-install-embedded-server-'));
       const port = await freePort();
-      const server = spawn('npx', ['--no-install', 'hefesto-server'], {
+      // The bin npm linked, run directly: npx would stand between the test and the server's
+      // signals and exit status.
+      const bin = join(project, 'node_modules/.bin/hefesto-server');
+      const server = spawn(process.execPath, [bin], {
         cwd: project,
         env: env({ HEFESTO_DATA_DIR: data, PORT: String(port), HEFESTO_API_KEY: '' }),
         stdio: ['ignore', 'pipe', 'pipe'],
