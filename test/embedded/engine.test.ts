@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../packages/embedded/src/index.js';
 import type { EmbeddedEngine } from '../../packages/embedded/src/types.js';
+import { SIGNING_KEY_FILE } from '../../shared/adapters/local/signing-key-file.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { HefestoApiError } from '../../shared/client/errors.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import { DataDirInUseError } from '../../shared/domain/errors.js';
+import { SigningKeyMissingError } from '../../shared/keys/signing-keys.js';
 
 /**
  * The in-process engine (`@hefesto/embedded`): a HefestoClient answered by the embedded
@@ -135,6 +137,19 @@ describe('openEmbedded', () => {
       expect(err).toMatchObject({ code: 'ErrDataDirInUse', dir, pid: process.pid });
     });
 
+    it('is released when the open fails after taking it (a lost signing key)', async () => {
+      const first = await engine();
+      await first.client.append('run-1', [{ type: 'note', payload: 1 }]);
+      await first.close();
+      rmSync(join(dir, SIGNING_KEY_FILE));
+      const err = await rejection(openEmbedded({ dataDir: dir, env: {} }));
+      expect(err).toBeInstanceOf(SigningKeyMissingError);
+      // Not ErrDataDirInUse: the failed open closed its stores and released the lock.
+      expect(await rejection(openEmbedded({ dataDir: dir, env: {} }))).toBeInstanceOf(
+        SigningKeyMissingError,
+      );
+    });
+
     it('opens again after close(), with what was written', async () => {
       const first = await engine();
       await first.client.append('run-1', [{ type: 'note', payload: 1 }]);
@@ -175,6 +190,21 @@ describe('openEmbedded', () => {
   });
 
   describe('serve', () => {
+    it('refuses a busy port with a message saying so, and releases the data directory', async () => {
+      const other = mkdtempSync(join(tmpdir(), 'hefesto-engine-port-'));
+      try {
+        const first = await openEmbedded({ dataDir: other, env: {}, serve: { port: 0 } });
+        open.push(first);
+        const port = Number(new URL(first.served?.url ?? '').port);
+        const err = await rejection(engine({ serve: { port } }));
+        expect(err.message).toContain(`port ${port} is already in use`);
+        expect((await engine()).served).toBeUndefined();
+      } finally {
+        await Promise.all(open.splice(0).map((e) => e.close()));
+        rmSync(other, { recursive: true, force: true });
+      }
+    });
+
     it('serves the same data directory on loopback, with the first operator key', async () => {
       const { client, served } = await engine({ serve: { port: 0 } });
       await client.append('run-1', [{ type: 'note', payload: 'in process' }]);
