@@ -184,7 +184,8 @@ export const embeddedInstallTests = (ctx: EmbeddedInstallContext): void => {
         env: env(),
       }).then(
         () => 'ok',
-        (err: { stdout?: string }) => err.stdout ?? String(err),
+        (err: { stdout?: string; stderr?: string }) =>
+          `${err.stdout ?? ''}${err.stderr ?? ''}` || String(err),
       );
       expect(result).toBe('ok');
     }, 90_000);
