@@ -5,6 +5,7 @@ import { parseSettings } from '../shared/config/settings.js';
 import type { IssuedKey } from '../shared/keys/keys.js';
 import { type CompactionTimer, startCompactionTimer } from './wiring/compaction.js';
 import { createEmbedded } from './wiring/embedded.js';
+import { LOOPBACK, listenAll, urlOf } from './wiring/listen.js';
 
 /**
  * `npm start`: the embedded server (one machine, no AWS). One Node process, signals included:
@@ -36,62 +37,6 @@ import { createEmbedded } from './wiring/embedded.js';
  */
 
 const SHUTDOWN_GRACE_MS = 10_000;
-
-/** Where the server listens unless HEFESTO_HOST says otherwise: this machine only. */
-const LOOPBACK = ['127.0.0.1', '::1'] as const;
-
-/** Binds `port` on `host`; rejects with a message an operator can act on if it cannot. */
-const listen = (server: Server, port: number, host: string): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const failed = (err: NodeJS.ErrnoException) => {
-      const hint =
-        err.code === 'EADDRINUSE'
-          ? `port ${port} is already in use: stop what listens there, or set PORT to another port`
-          : err.code === 'EACCES'
-            ? `port ${port} needs privileges this process lacks: set PORT to one above 1023`
-            : `cannot listen on ${host} port ${port}: ${err.message}`;
-      reject(Object.assign(new Error(hint, { cause: err }), { code: err.code }));
-    };
-    server.once('error', failed);
-    server.listen(port, host, () => {
-      server.off('error', failed);
-      const address = server.address();
-      resolve(typeof address === 'object' && address ? address.port : port);
-    });
-  });
-
-/** An address family this machine lacks (no IPv6): the loopback pair binds the other alone. */
-const familyMissing = (err: unknown) =>
-  ['EADDRNOTAVAIL', 'EAFNOSUPPORT'].includes((err as { code?: string }).code ?? '');
-
-/**
- * Binds every server of `servers` to `port` (the first picks it when `port` is 0), one per
- * host of `hosts`; returns the port and the hosts actually bound.
- */
-const listenAll = async (servers: Server[], port: number, hosts: readonly string[]) => {
-  const bound: string[] = [];
-  let at = port;
-  for (const [i, host] of hosts.entries()) {
-    const server = servers[i];
-    if (!server) continue;
-    try {
-      at = await listen(server, at, host);
-      bound.push(host);
-    } catch (err) {
-      // ::1 without IPv6 (or 127.0.0.1 without IPv4): serve on the loopback that exists.
-      if (hosts === LOOPBACK && familyMissing(err)) continue;
-      throw err;
-    }
-  }
-  if (bound.length === 0) throw new Error(`cannot listen on ${hosts.join(' or ')}`);
-  return { port: at, bound };
-};
-
-/** The URL the start line prints: localhost for the loopback pair, else the bound address. */
-const urlOf = (host: string | undefined, port: number) =>
-  host === undefined
-    ? `http://localhost:${port}`
-    : `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 const start = async (): Promise<void> => {
   const settings = parseSettings(process.env);

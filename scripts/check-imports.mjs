@@ -59,6 +59,7 @@ export const ROOMS = {
   'infra/': 'infra',
   'packages/client/': 'pkg-client',
   'packages/langgraph/': 'pkg-langgraph',
+  'packages/embedded/': 'pkg-embedded',
   'console/': 'console',
 };
 
@@ -109,6 +110,8 @@ export const ALLOWED = {
   infra: ['config', 'domain'],
   'pkg-client': ['client', 'domain'],
   'pkg-langgraph': ['pkg-client', 'client', 'domain'],
+  // The in-process engine: the embedded server's wiring and its settings (and @hefesto/client).
+  'pkg-embedded': ['functions', 'config'],
   console: ['client', 'domain'],
 };
 

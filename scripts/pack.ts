@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync, transformSync } from 'esbuild';
+import { buildEmbedded } from './pack-embedded.js';
 
 /**
  * `npm run pack`: builds the installable packages and writes their tarballs,
@@ -23,6 +24,8 @@ import { buildSync, transformSync } from 'esbuild';
  *        - `$root` in a dependency range: the root's pinned version of that dependency;
  *      and the package's README.md;
  *   4. `npm pack --pack-destination dist/packages`.
+ * Then `@hefesto/embedded` (`dist/packages/hefesto-embedded-<version>.tgz`): bundled, not
+ * compiled per file (scripts/pack-embedded.ts), then steps 3 and 4 as above.
  * The build directory is removed first, so a source file no longer imported leaves the
  * package too. Prints the tarballs' paths, one a line.
  */
@@ -142,11 +145,31 @@ const buildPackage = (name: (typeof PACKAGES)[number], root: Manifest): string =
   return join(OUT, info.filename);
 };
 
-const main = () => {
+/** @hefesto/embedded: its tree from pack-embedded.ts, then steps 3 and 4. */
+const packEmbedded = async (root: Manifest): Promise<string> => {
+  const staged = join(BUILD, 'embedded');
+  await buildEmbedded(staged);
+  const template = readJson<Record<string, unknown>>(join(ROOT, 'packages/embedded/package.json'));
+  writeFileSync(
+    join(staged, 'package.json'),
+    `${JSON.stringify(stampManifest(template, root), null, 2)}\n`,
+  );
+  const packed = execFileSync(
+    'npm',
+    ['pack', staged, '--pack-destination', OUT, '--json', '--ignore-scripts'],
+    { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const [info] = JSON.parse(packed) as Array<{ filename: string }>;
+  if (!info) throw new Error('npm pack wrote nothing for embedded');
+  return join(OUT, info.filename);
+};
+
+const main = async () => {
   const root = readJson<Manifest>(join(ROOT, 'package.json'));
   rmSync(BUILD, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });
   for (const name of PACKAGES) process.stdout.write(`${buildPackage(name, root)}\n`);
+  process.stdout.write(`${await packEmbedded(root)}\n`);
 };
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) main();
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -9,11 +9,7 @@ import { LocalRecordStore } from '../../shared/adapters/local/local-record-store
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import type { CompactionReport } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
-import {
-  DataDirInUseError,
-  DataDirNotFoundError,
-  UnavailableError,
-} from '../../shared/domain/errors.js';
+import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
@@ -132,9 +128,8 @@ export const openCompactionStores = async (settings: Settings): Promise<OpenStor
   try {
     objects = new LocalObjectStore({ dir });
   } catch (err) {
-    // Its one UnavailableError: the directory lock is held.
-    if (!(err instanceof UnavailableError)) throw err;
-    throw new DataDirInUseError(dir, { cause: err });
+    if (!(err instanceof DataDirInUseError)) throw err;
+    throw new DataDirInUseError(dir, { ...(err.pid ? { pid: err.pid } : {}), cause: err });
   }
   try {
     const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });

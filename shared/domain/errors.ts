@@ -37,6 +37,7 @@ export const PUBLIC_ERROR_CODES = [
   'ErrInternal',
   'ErrLabelExists',
   'ErrSchemaTooNew',
+  'ErrDataDirInUse',
 ] as const;
 
 export type PublicErrorCode = (typeof PUBLIC_ERROR_CODES)[number];
@@ -316,13 +317,26 @@ export class DataDirNotFoundError extends NotFoundError {
   }
 }
 
-/** Another process (a running server) holds the embedded data directory. */
-export class DataDirInUseError extends UnavailableError {
+/**
+ * Another holder (a running server, or an in-process engine: `@hefesto/embedded`) has the
+ * embedded data directory's lock: one process owns a data directory. `pid` names the holder
+ * when it left its pid in the directory (dir-lock.ts); this process's own pid when a second
+ * store of this process asked.
+ */
+export class DataDirInUseError extends HefestoError {
   readonly dir: string;
+  readonly pid: number | undefined;
 
-  constructor(dir: string, options?: HefestoErrorOptions) {
-    super(`the data directory ${dir} is in use by a running server`, options);
+  constructor(dir: string, options?: HefestoErrorOptions & { pid?: number; message?: string }) {
+    const pid = options?.pid;
+    super(
+      'ErrDataDirInUse',
+      options?.message ??
+        `the data directory ${dir} is in use by a running server${pid ? ` (pid ${pid})` : ''}`,
+      options,
+    );
     this.dir = dir;
+    this.pid = pid;
   }
 }
 

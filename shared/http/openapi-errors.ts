@@ -74,6 +74,7 @@ const MEANINGS: Partial<Record<PublicErrorCode, string>> = {
   ErrInvalidFormat: 'stored bytes do not decode: nothing is served from them',
   ErrInternal: 'an unexpected server error',
   ErrUnavailable: 'the storage backend kept failing; retry after Retry-After',
+  ErrDataDirInUse: 'another process holds the embedded data directory (`pid` names it)',
 };
 
 /** The extra members a problem of this code carries, as in problem.ts. */

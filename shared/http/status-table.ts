@@ -22,6 +22,9 @@ import type { PublicErrorCode } from '../domain/errors.js';
  *   of the stream that a delete ended; like a failed If-Match, not 412 (no HTTP conditional).
  * - ErrPruned -> 410: the events existed but retention deleted them on purpose (the body
  *   carries `prunedSeq`; everything after it is still served and verifiable).
+ * - ErrDataDirInUse -> 409: no route answers it (a server whose data directory another process
+ *   holds never starts); the engine's open (`@hefesto/embedded`) and the CLI's offline
+ *   commands throw it. Its row is here because every code has one.
  */
 export const STATUS_BY_CODE = {
   ErrInvalidInput: 400,
@@ -51,6 +54,7 @@ export const STATUS_BY_CODE = {
   ErrUnavailable: 503,
   ErrLabelExists: 409,
   ErrSchemaTooNew: 409,
+  ErrDataDirInUse: 409,
 } as const satisfies Record<PublicErrorCode, number>;
 
 export type ProblemStatus = (typeof STATUS_BY_CODE)[PublicErrorCode];

@@ -30,6 +30,13 @@ import type { Item, RecordStore } from '../ports/record-store.js';
  *   printed by a server before the flag existed stay admins of `default` only.
  * - a root key (HEFESTO_API_KEY), never stored: tenant `default`, every scope.
  * Either one reads and writes only tenant `default`'s streams, like any key of that tenant.
+ *
+ * Process keys (`mintProcessKey`): the in-process engine's (`@hefesto/embedded`) principal. A
+ * key of the usual form, minted at open for the tenant and scopes the caller names, never an
+ * operator; only its SHA-256 is kept, in this object's memory, never in the record store: it
+ * is valid while this process runs and this service lives, then gone (nothing to revoke,
+ * nothing at rest to leak). The engine hands it to its own client and to nobody else; a
+ * loopback listener of the same app accepts it like any key, so it never left the process.
  */
 
 export const SCOPES = ['read', 'write', 'admin'] as const;
@@ -101,6 +108,8 @@ export class KeyService {
   readonly #clock: Clock;
   readonly #rootHash: Buffer | undefined;
   readonly #random: (size: number) => Uint8Array;
+  /** Process keys by the hex SHA-256 of the key (see the module comment). */
+  readonly #processKeys = new Map<string, Principal>();
 
   constructor(options: KeyServiceOptions) {
     this.#records = options.records;
@@ -118,6 +127,8 @@ export class KeyService {
     const match = KEY_PATTERN.exec(token);
     const keyId = match?.[1];
     if (keyId === undefined) throw new UnauthorizedError();
+    const held = this.#processKeys.get(presented.toString('hex'));
+    if (held) return held;
     const item = await this.#records.get(apiKeyRecordKey(keyId));
     const record = item && toKeyRecord(item);
     if (!record || record.revokedAt !== undefined || !isHexHash(record.hash)) {
@@ -147,6 +158,31 @@ export class KeyService {
     const issued = this.#newKey(input.tenant, scopes);
     await this.#records.put(this.#recordOf(issued), { conditions: [{ op: 'notExists' }] });
     return issued;
+  }
+
+  /**
+   * A process key for `tenant` with `scopes` (see the module comment): valid in this service
+   * until it is dropped, stored nowhere. Returns the key; its id names it in logs.
+   */
+  mintProcessKey(input: { tenant: string; scopes: readonly Scope[] }): IssuedKey {
+    if (!TENANT_PATTERN.test(input.tenant)) throw new InvalidInputError('invalid tenant id');
+    const scopes = SCOPES.filter((s) => input.scopes.includes(s));
+    if (scopes.length === 0 || input.scopes.some((s) => !isScope(s))) {
+      throw new InvalidInputError(`scopes must be a non-empty subset of ${SCOPES.join(', ')}`);
+    }
+    const issued = this.#newKey(input.tenant, scopes);
+    this.#processKeys.set(sha256(issued.key).toString('hex'), {
+      keyId: issued.id,
+      tenant: issued.tenant,
+      scopes: issued.scopes,
+      root: false,
+    });
+    return issued;
+  }
+
+  /** Drops every process key: none of them authenticates any more. */
+  dropProcessKeys(): void {
+    this.#processKeys.clear();
   }
 
   /**

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { docBlocks, outputErrors, unaccounted } from './doc-blocks.js';
+import { embeddedInstallTests } from './embedded-install.js';
 import {
   dependencyTree,
   importGraph,
@@ -41,6 +42,7 @@ const TARBALLS = [
   join(REPO, `dist/packages/hefesto-client-${VERSION}.tgz`),
   join(REPO, `dist/packages/hefesto-langgraph-${VERSION}.tgz`),
 ];
+const EMBEDDED_TARBALL = join(REPO, `dist/packages/hefesto-embedded-${VERSION}.tgz`);
 
 /** A child's environment with nothing of this process's tooling: no loader, no npm run. */
 const outsideEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
@@ -151,9 +153,9 @@ describe('installable packages', () => {
   });
 
   describe('npm run pack', () => {
-    it('writes hefesto-client-<version>.tgz and hefesto-langgraph-<version>.tgz', () => {
-      expect(packed).toEqual(TARBALLS);
-      for (const tarball of TARBALLS) expect(existsSync(tarball)).toBe(true);
+    it('writes hefesto-client-, hefesto-langgraph- and hefesto-embedded-<version>.tgz', () => {
+      expect(packed).toEqual([...TARBALLS, EMBEDDED_TARBALL]);
+      for (const tarball of [...TARBALLS, EMBEDDED_TARBALL]) expect(existsSync(tarball)).toBe(true);
     });
 
     it("stamps the root package.json's versions into both packages", () => {
@@ -419,5 +421,13 @@ describe('installable packages', () => {
         }
       }, 180_000);
     }
+  });
+
+  embeddedInstallTests({
+    repo: REPO,
+    version: VERSION,
+    pins: { ...ROOT.devDependencies, ...ROOT.dependencies },
+    tarballs: () => [...TARBALLS, EMBEDDED_TARBALL],
+    outsideEnv,
   });
 });

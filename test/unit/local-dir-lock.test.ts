@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { UnavailableError } from '../../shared/domain/errors.js';
+import { DataDirInUseError, UnavailableError } from '../../shared/domain/errors.js';
 
 /**
  * The data directory lock (dir-lock.ts): held by the kernel for as long as its holder lives,
@@ -74,10 +74,11 @@ const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid;
 
 describe('data directory lock', () => {
   describe('a live holder', () => {
-    it('refuses a second store of this process, naming this pid', () => {
+    it('refuses a second store of this process with ErrDataDirInUse, naming this pid', () => {
       openStore();
       const err = refusal();
-      expect(err).toBeInstanceOf(UnavailableError);
+      expect(err).toBeInstanceOf(DataDirInUseError);
+      expect(err).toMatchObject({ code: 'ErrDataDirInUse', dir, pid: process.pid });
       expect(err.message).toBe(
         `data dir ${dir} is in use by another Hefesto server (pid ${process.pid}): stop it, ` +
           'or give this one another HEFESTO_DATA_DIR',

@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { UnavailableError } from '../../domain/errors.js';
+import { DataDirInUseError, UnavailableError } from '../../domain/errors.js';
 
 /**
  * One process owns a data directory: it holds an exclusive lock on `LOCK.sqlite` that the
@@ -70,12 +70,14 @@ export const acquireDirLock = (dir: string): (() => void) => {
       });
     }
     const holder = readLegacy(legacy);
-    throw new UnavailableError(
-      `data dir ${dir} is in use by another Hefesto server` +
-        `${holder?.ours ? ` (pid ${holder.pid})` : ''}: stop it, or give this one another ` +
-        'HEFESTO_DATA_DIR',
-      { cause: err },
-    );
+    const pid = holder?.ours ? holder.pid : undefined;
+    throw new DataDirInUseError(dir, {
+      ...(pid === undefined ? {} : { pid }),
+      message:
+        `data dir ${dir} is in use by another Hefesto server${pid ? ` (pid ${pid})` : ''}: ` +
+        'stop it, or give this one another HEFESTO_DATA_DIR',
+      cause: err,
+    });
   }
   try {
     const old = readLegacy(legacy);
