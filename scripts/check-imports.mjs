@@ -45,6 +45,7 @@ export const ROOMS = {
   'shared/proofs/': 'proofs',
   'shared/commit/': 'commit',
   'shared/state/': 'state',
+  'shared/history/': 'history',
   'shared/effects/': 'effects',
   'shared/keys/': 'keys',
   'shared/compaction/': 'compaction',
@@ -59,6 +60,7 @@ export const ROOMS = {
   'infra/': 'infra',
   'packages/client/': 'pkg-client',
   'packages/langgraph/': 'pkg-langgraph',
+  'packages/openai-agents/': 'pkg-openai-agents',
   'console/': 'console',
 };
 
@@ -70,6 +72,7 @@ const SERVICES = [
   'keys',
   'commit',
   'state',
+  'history',
   'effects',
   'compaction',
   'verify',
@@ -87,6 +90,7 @@ export const ALLOWED = {
   commit: ['chain', 'leases', 'proofs', 'domain', 'ports'],
   state: ['chain', 'commit', 'leases', 'domain', 'ports'],
   effects: ['chain', 'commit', 'leases', 'domain', 'ports'],
+  history: ['chain', 'commit', 'state', 'domain', 'ports'],
   compaction: ['chain', 'commit', 'leases', 'proofs', 'state', 'domain', 'ports'],
   verify: ['chain', 'commit', 'proofs', 'state', 'effects', 'compaction', 'domain', 'ports'],
   ledger: [...SERVICES, 'domain', 'ports'],
@@ -109,6 +113,7 @@ export const ALLOWED = {
   infra: ['config', 'domain'],
   'pkg-client': ['client', 'domain'],
   'pkg-langgraph': ['pkg-client', 'client', 'domain'],
+  'pkg-openai-agents': ['pkg-client'],
   console: ['client', 'domain'],
 };
 
