@@ -1,6 +1,14 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // The packages' sources import the client by its package name (packages/openai-agents):
+  // its source entry here, as tsconfig.json's paths and the package build resolve it.
+  resolve: {
+    alias: {
+      '@hefesto/client': fileURLToPath(new URL('packages/client/src/index.ts', import.meta.url)),
+    },
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
