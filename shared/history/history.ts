@@ -114,7 +114,6 @@ export class HistoryService {
       const plan = planChange(history, change, {
         // a stream that holds no history yet (never written, or written by other routes)
         exists: head.exists && Array.isArray(state.items),
-        hasPopped: Object.hasOwn(state, 'popped'),
       });
       if (!plan) return { seq: head.seq, applied: false };
       let result: Awaited<ReturnType<Checkpointer['checkpoint']>>;
@@ -159,13 +158,22 @@ export class HistoryService {
     return cleared && this.#replayed(req, cleared.response.lastSeq);
   }
 
+  /**
+   * The answer of a change applied before, at `seq`. A pop's item is read from the chain: the
+   * last item of the history its delta applied to (the state at seq - 1), at the index the
+   * history's length after it names.
+   */
   async #replayed(req: HistoryChangeRequest, seq: number): Promise<HistoryOutcome> {
     if (req.change.type !== 'pop') return { seq, applied: false };
-    const { value } = await readStateValue(
-      this.deps.states,
-      { tenant: req.tenant, stream: req.stream, at: seq, path: '/popped', memory: req.memory },
-      { cache: this.deps.checkpoints.cache },
-    );
+    const read = (at: number, path: string) =>
+      readStateValue(
+        this.deps.states,
+        { tenant: req.tenant, stream: req.stream, at, path, memory: req.memory },
+        { cache: this.deps.checkpoints.cache },
+      );
+    const after = await read(seq, '/items');
+    const length = Array.isArray(after.value) ? after.value.length : 0;
+    const { value } = await read(seq - 1, `/items/${length}`);
     return { seq, applied: false, popped: value };
   }
 

@@ -20,7 +20,7 @@ export interface SessionWorld {
   /** A session over this world's API; `lose` loses the reply of the next `lose.n` POSTs. */
   session(
     sessionId: string,
-    options?: { retry?: RetryPolicy; lose?: { n: number } },
+    options?: { retry?: RetryPolicy; lose?: { n: number }; largeItemBytes?: number },
   ): HefestoSession;
   client(options?: { retry?: RetryPolicy; lose?: { n: number } }): HefestoClient;
   ledger: Ledger;
@@ -67,7 +67,14 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
     });
   };
   return {
-    session: (sessionId, options) => new HefestoSession({ sessionId, client: client(options) }),
+    session: (sessionId, options) =>
+      new HefestoSession({
+        sessionId,
+        client: client(options),
+        ...(options?.largeItemBytes === undefined
+          ? {}
+          : { largeItemBytes: options.largeItemBytes }),
+      }),
     client,
     ledger,
     advance: (ms) => {

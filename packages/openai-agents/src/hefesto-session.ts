@@ -23,12 +23,21 @@ import { jsonItems } from './json-items.js';
 export type HefestoSessionOptions = {
   /** The session's id, also its stream's (1..128 of A-Z a-z 0-9 . _ : -). Default: a UUID. */
   sessionId?: string;
+  /**
+   * Items larger than this (bytes of JSON) go by reference: uploaded as chunks first, then
+   * named in the change by their hash. Default 192 KiB (a change's items may take 256 KiB).
+   */
+  largeItemBytes?: number;
 } & (
   | { client: HefestoClient; baseUrl?: never; apiKey?: never; tenant?: never }
   | { client?: never; baseUrl: string; apiKey: string | undefined; tenant?: string }
 );
 
 const STREAM_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const LARGE_ITEM_BYTES = 192 * 1024;
+/** How a change names an item uploaded as chunks (shared/history/history-model.ts). */
+const ITEM_REF_KEY = '$hefesto.ref';
+const ENCODER = new TextEncoder();
 
 /**
  * An OpenAI Agents SDK `Session` whose history lives on Hefesto: each session one stream,
@@ -49,6 +58,7 @@ const STREAM_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export class HefestoSession implements SessionHistoryTransactionAwareSession {
   readonly #sessionId: string;
   readonly #client: HefestoClient;
+  readonly #largeItemBytes: number;
 
   constructor(options: HefestoSessionOptions) {
     this.#sessionId = options.sessionId ?? crypto.randomUUID();
@@ -57,6 +67,7 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
         'sessionId must be 1..128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit',
       );
     }
+    this.#largeItemBytes = options.largeItemBytes ?? LARGE_ITEM_BYTES;
     this.#client =
       options.client ??
       new HefestoClient({
@@ -80,7 +91,7 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
   /** One request; an empty list sends none. */
   async addItems(items: AgentInputItem[]): Promise<void> {
     if (items.length === 0) return;
-    await this.#change({ type: 'append_items', items: jsonItems(items) });
+    await this.#change({ type: 'append_items', items: await this.#wire(jsonItems(items)) });
   }
 
   /** Removes and answers the last item (recorded in the ledger): one request. */
@@ -96,7 +107,7 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
 
   /** The whole history replaced by `items` (a compaction), keeping the session: one request. */
   async replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
-    await this.#change({ type: 'replace_history', items: jsonItems(items) });
+    await this.#change({ type: 'replace_history', items: await this.#wire(jsonItems(items)) });
   }
 
   /**
@@ -113,7 +124,33 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
     if (!transaction || typeof transaction !== 'object') {
       throw new UserError('Session history transaction must be an object.');
     }
-    await this.#change(changeOf(transaction), operationId);
+    const change = changeOf(transaction);
+    const wired: HistoryChange =
+      change.type === 'append_items'
+        ? { ...change, items: await this.#wire(change.items) }
+        : change.type === 'replace_suffix'
+          ? {
+              ...change,
+              expectedSuffix: await this.#wire(change.expectedSuffix),
+              replacement: await this.#wire(change.replacement),
+            }
+          : change;
+    await this.#change(wired, operationId);
+  }
+
+  /**
+   * Items as a change carries them: inline, or, over `largeItemBytes`, uploaded as chunks
+   * (content-addressed: an upload repeated stores nothing twice) and named by reference. The
+   * same item always travels the same way, so a retried transaction has the same digest.
+   */
+  async #wire(items: Json[]): Promise<Json[]> {
+    return Promise.all(
+      items.map(async (item) => {
+        if (ENCODER.encode(JSON.stringify(item)).length <= this.#largeItemBytes) return item;
+        const ref = await this.#client.putValue(item);
+        return { [ITEM_REF_KEY]: { hash: ref.hash, size: ref.size } };
+      }),
+    );
   }
 
   async #change(change: HistoryChange, operationId?: string) {
@@ -159,6 +196,6 @@ const changeOf = (transaction: SessionHistoryTransactionArgs['transaction']): Hi
   return {
     type: 'replace_suffix',
     expectedSuffix: jsonItems(record.expectedSuffix, true),
-    replacement: jsonItems(record.replacement, true) as Json[],
+    replacement: jsonItems(record.replacement, true),
   };
 };
