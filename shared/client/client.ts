@@ -643,11 +643,16 @@ export class HefestoClient {
     await this.#beforeFirstWrite(streamId);
     const path = `/v1/streams/${enc(streamId)}/history`;
     const operationId = options.operationId ?? this.#newKey();
-    const { body } = await this.#http.call<HistoryChangeResult>('POST', path, {
-      body: { operationId, change },
-      // The operation id makes a lost reply safe to send again.
-      repeatable: true,
-    });
+    const { body } = await this.#inLife(streamId, {}, (incarnation) =>
+      this.#http.call<HistoryChangeResult>('POST', path, {
+        body: { operationId, change },
+        fence: this.#fences.get(streamId),
+        incarnation,
+        // The operation id makes a lost reply safe to send again.
+        repeatable: true,
+      }),
+    );
+    await this.#proofs?.checkReceipt(streamId, body.treeHead);
     return body;
   }
 

@@ -1,3 +1,4 @@
+import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { Json } from './types.js';
 
 /**
@@ -31,6 +32,10 @@ export interface HistoryChangeResult {
   seq: number;
   applied: boolean;
   popped?: Json;
+  /** The stream's incarnation the change was committed in. */
+  incarnation?: string;
+  /** The receipt: the signed tree head after the change (checked with `verify`). */
+  treeHead?: SignedTreeHead;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { historyOperationKey } from '../chain/storage-keys.js';
-import type { Appender, ChainHead } from '../commit/append.js';
+import type { Appender, AppendOutcome, ChainHead } from '../commit/append.js';
 import type { JsonValue } from '../domain/canonical.js';
 import {
   DivergenceError,
@@ -7,6 +7,7 @@ import {
   StreamNotFoundError,
   UnavailableError,
 } from '../domain/errors.js';
+import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { JsonObject } from '../domain/state.js';
 import type { Checkpointer } from '../state/checkpoint.js';
 import type { MemoryAccount } from '../state/memory-pool.js';
@@ -34,6 +35,10 @@ export interface HistoryChangeRequest {
   change: HistoryChange;
   /** Stable across the retries of one change: the change is applied once. */
   operationId?: string;
+  /** The writer's lease epoch (Hefesto-Fencing-Token), checked in the commit. */
+  fence?: number;
+  /** The stream's incarnation the change was first sent to (Hefesto-Incarnation). */
+  incarnation?: string;
   memory?: MemoryAccount;
 }
 
@@ -44,6 +49,10 @@ export interface HistoryOutcome {
   applied: boolean;
   /** The item a pop removed (a replayed pop: the one it removed then). */
   popped?: JsonValue;
+  /** The receipt: the signed tree head after the change (a replay: the original one). */
+  treeHead?: SignedTreeHead;
+  /** The stream's incarnation the change was committed in. */
+  incarnation?: string;
 }
 
 /** Times a change is planned again because the history moved under it. */
@@ -124,6 +133,8 @@ export class HistoryService {
           ops: plan.ops,
           baseDigest: head.stateDigest,
           idempotency,
+          fence: req.fence,
+          incarnation: req.incarnation,
           memory: req.memory,
         });
       } catch (err) {
@@ -131,8 +142,9 @@ export class HistoryService {
         if (err instanceof DivergenceError && err.current !== undefined) continue;
         throw err;
       }
-      if (result.replayed) return this.#replayed(req, result.seq);
-      return { seq: result.seq, applied: true, ...popped(plan.popped) };
+      const receipt = { treeHead: result.treeHead, incarnation: result.incarnation };
+      if (result.replayed) return { ...(await this.#replayed(req, result.seq)), ...receipt };
+      return { seq: result.seq, applied: true, ...popped(plan.popped), ...receipt };
     }
     throw new UnavailableError(`session ${stream} kept changing: ${MAX_ATTEMPTS} attempts`);
   }
@@ -146,8 +158,12 @@ export class HistoryService {
   ): Promise<HistoryOutcome | undefined> {
     const { appender } = this.deps;
     const at = { tenant: req.tenant, stream: req.stream, events: [] };
+    const answer = async (stored: AppendOutcome): Promise<HistoryOutcome> => {
+      const { lastSeq, treeHead, incarnation } = stored.response;
+      return { ...(await this.#replayed(req, lastSeq)), treeHead, incarnation };
+    };
     const stored = await appender.storedResult({ ...at, idempotency }, head);
-    if (stored) return this.#replayed(req, stored.response.lastSeq);
+    if (stored) return answer(stored);
     if (req.change.type !== 'clear' || history.life === 0 || !req.operationId) return undefined;
     // A clear's record is kept under the life it ended (the one its plan read).
     const ended = historyOperationKey(history.life - 1, operationIdHash(req.operationId));
@@ -155,7 +171,7 @@ export class HistoryService {
       { ...at, idempotency: { ...idempotency, key: ended } },
       head,
     );
-    return cleared && this.#replayed(req, cleared.response.lastSeq);
+    return cleared && answer(cleared);
   }
 
   /**

@@ -26,6 +26,7 @@ interface Outcome {
   seq: number;
   applied: boolean;
   popped?: unknown;
+  incarnation?: string;
 }
 
 for (const factory of STORE_FACTORIES) {
@@ -162,7 +163,8 @@ for (const factory of STORE_FACTORIES) {
         const retry = await apply({ operationId: 'op-1', change: tx });
 
         expect(first.applied).toBe(true);
-        expect(retry).toEqual({ seq: first.seq, applied: false });
+        expect(retry).toMatchObject({ seq: first.seq, applied: false });
+        expect(retry.incarnation).toBe(first.incarnation);
         expect(await h.headSeq(key, 'sess-1')).toBe(seq);
         expect(await items()).toEqual([user('a'), said('B')]);
       });
@@ -264,6 +266,40 @@ for (const factory of STORE_FACTORIES) {
       });
     });
 
+    describe('its record tampered with (docs/ledger-format.md, idempotency-service)', () => {
+      const recordKey = (op: string) =>
+        idempotencyRecordKey('acme', 'sess-1', '', historyOperationKey(0, operationIdHash(op)));
+
+      it('its digest edited: the retry is refused, nothing written', async () => {
+        await append([user('a')], 'op-1');
+        const stored = await h.records.get(recordKey('op-1'));
+        await h.records.put({ ...(stored ?? recordKey('op-1')), digest: '0'.repeat(64) });
+
+        const retry = await change({
+          operationId: 'op-1',
+          change: { type: 'append_items', items: [user('a')] },
+        });
+
+        expect(retry.status).toBe(422);
+        expect(await items()).toEqual([user('a')]);
+      });
+
+      it('deleted: a replace_suffix retry fails on its own suffix (an append would apply twice)', async () => {
+        await append([user('a'), said('b')]);
+        const tx = {
+          operationId: 'op-1',
+          change: { type: 'replace_suffix', expectedSuffix: [said('b')], replacement: [said('B')] },
+        };
+        await apply(tx);
+        await h.records.delete(recordKey('op-1'));
+
+        const retry = await change(tx);
+
+        expect(retry.status).toBe(409);
+        expect(await items()).toEqual([user('a'), said('B')]);
+      });
+    });
+
     it('a pop retried answers the item it popped, and pops once', async () => {
       await append([user('a'), said('b')]);
 
@@ -271,7 +307,7 @@ for (const factory of STORE_FACTORIES) {
       const retry = await apply({ operationId: 'pop-1', change: { type: 'pop' } });
 
       expect(first).toMatchObject({ applied: true, popped: said('b') });
-      expect(retry).toEqual({ seq: first.seq, applied: false, popped: said('b') });
+      expect(retry).toMatchObject({ seq: first.seq, applied: false, popped: said('b') });
       expect(await items()).toEqual([user('a')]);
     });
 

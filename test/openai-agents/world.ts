@@ -1,11 +1,16 @@
 import { pino } from 'pino';
-import { HefestoClient, type RetryPolicy } from '../../packages/client/src/index.js';
+import {
+  HefestoClient,
+  type HefestoClientOptions,
+  type RetryPolicy,
+} from '../../packages/client/src/index.js';
 import { HefestoSession } from '../../packages/openai-agents/src/index.js';
 import type { AppendOptions } from '../../shared/commit/append.js';
 import { createApp } from '../../shared/http/app.js';
 import { KeyService } from '../../shared/keys/keys.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import type { Clock } from '../../shared/ports/clock.js';
+import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { StoreFactory, StorePair } from '../support/stores.js';
 
 /**
@@ -16,13 +21,20 @@ import type { StoreFactory, StorePair } from '../support/stores.js';
 
 export const ROOT_KEY = 'root-key-for-session-tests-0123456789abcdef';
 
+interface ClientOptions {
+  retry?: RetryPolicy;
+  /** Loses the reply of the next `n` POSTs (after the server answered them). */
+  lose?: { n: number };
+  /** Rewrites each answer's JSON body before the client reads it. */
+  forge?: (body: Record<string, unknown>) => Record<string, unknown>;
+  /** Options of the client passed as they are (`verify`, `trustStore`). */
+  client?: Partial<HefestoClientOptions>;
+}
+
 export interface SessionWorld {
   /** A session over this world's API; `lose` loses the reply of the next `lose.n` POSTs. */
-  session(
-    sessionId: string,
-    options?: { retry?: RetryPolicy; lose?: { n: number }; largeItemBytes?: number },
-  ): HefestoSession;
-  client(options?: { retry?: RetryPolicy; lose?: { n: number } }): HefestoClient;
+  session(sessionId: string, options?: ClientOptions & { largeItemBytes?: number }): HefestoSession;
+  client(options?: ClientOptions): HefestoClient;
   ledger: Ledger;
   advance(ms: number): void;
   /** Throw from the append step named, once per call. */
@@ -41,14 +53,22 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
     crashes = crashes.filter((_, j) => j !== i);
     throw new Error(`process died after ${step}`);
   };
-  const ledger = new Ledger({ objects: stores.objects, records: stores.records, clock }, { crash });
+  const signing = new KeyRing(new FakeSigner('sessions'));
+  const ledger = new Ledger(
+    { objects: stores.objects, records: stores.records, clock },
+    { crash, signing },
+  );
   const keys = new KeyService({ records: stores.records, clock, rootKey: ROOT_KEY });
   const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock });
 
-  const client = (options: { retry?: RetryPolicy; lose?: { n: number } } = {}) => {
-    const lose = options.lose;
+  const client = (options: ClientOptions = {}) => {
+    const { lose, forge } = options;
     const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-      const res = await app.request(String(input), init);
+      let res = await app.request(String(input), init);
+      if (forge && res.headers.get('content-type')?.includes('application/json')) {
+        const body = forge((await res.json()) as Record<string, unknown>);
+        res = new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
+      }
       if (lose && lose.n > 0 && init?.method === 'POST') {
         lose.n--;
         await res.arrayBuffer();
@@ -64,6 +84,7 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
       sleep: async () => {
         now += 3_000; // a retry comes later: past the grace of an in-flight write
       },
+      ...options.client,
     });
   };
   return {

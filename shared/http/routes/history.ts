@@ -15,8 +15,9 @@ import {
   VERIFIED_READ_ERRORS,
   WRITE_ERRORS,
 } from '../openapi-errors.js';
+import { SignedTreeHeadSchema } from '../proof-schemas.js';
 import { queryInt } from '../query-int.js';
-import { BEARER_SECURITY, json, StreamParams } from '../schemas.js';
+import { AppendHeaders, BEARER_SECURITY, Incarnation, json, StreamParams } from '../schemas.js';
 
 /** Schemas and routes of a session's history (shared/history/, docs/openai-agents.md). */
 
@@ -72,6 +73,10 @@ const HistoryChangeResult = z
     seq: z.number().int().min(0),
     applied: z.boolean(),
     popped: Item.optional(),
+    incarnation: Incarnation.optional(),
+    treeHead: SignedTreeHeadSchema.optional().openapi({
+      description: 'The receipt: the signed tree head after the change (a replay: the original)',
+    }),
   })
   .openapi('HistoryChangeResult', { example: { seq: 1, applied: true } });
 
@@ -158,6 +163,8 @@ export const historyRoutes = ({ ledger, keys, limits }: HistoryRoutesDeps) => {
     middleware: [write, jsonBodyOf(limits)] as const,
     request: {
       params: StreamParams,
+      // No Idempotency-Key: the body's operationId is the change's.
+      headers: AppendHeaders.omit({ 'Idempotency-Key': true }),
       body: { required: true, content: { 'application/json': { schema: HistoryChangeBody } } },
     },
     responses: {
@@ -169,6 +176,7 @@ export const historyRoutes = ({ ledger, keys, limits }: HistoryRoutesDeps) => {
         'ErrDivergenceDetected',
         'ErrInvalidDelta',
         'ErrDraining',
+        'ErrStreamRecreated',
       ),
     },
   });
@@ -183,6 +191,8 @@ export const historyRoutes = ({ ledger, keys, limits }: HistoryRoutesDeps) => {
       stream: streamId,
       change: requested,
       operationId: body.operationId,
+      fence: c.req.valid('header')['Hefesto-Fencing-Token'],
+      incarnation: c.req.valid('header')['Hefesto-Incarnation'],
       memory: c.get('memory'),
     });
     return c.json(outcome, 200);
