@@ -291,6 +291,52 @@ for (const factory of allStores) {
       expect(await s.getItems()).toEqual([user('a')]);
     });
 
+    it('sends one request per session call (none for getItems(0) and addItems([]))', async () => {
+      const sent: string[] = [];
+      const s = world.session(fresh(), { sent });
+      const calls: Array<[string, () => Promise<unknown>]> = [
+        ['addItems', () => s.addItems([user('a'), said('b'), user('c')])],
+        ['getItems()', () => s.getItems()],
+        ['getItems(2)', () => s.getItems(2)],
+        ['popItem', () => s.popItem()],
+        [
+          'applyHistoryTransaction',
+          () =>
+            s.applyHistoryTransaction({
+              operationId: 'op-1',
+              transaction: { type: 'replace_suffix', expectedSuffix: [said('b')], replacement: [] },
+            }),
+        ],
+        ['replaceHistoryWithCompaction', () => s.replaceHistoryWithCompaction([user('z')])],
+        ['clearSession', () => s.clearSession()],
+        ['getItems(0)', () => s.getItems(0)],
+        ['addItems([])', () => s.addItems([])],
+        ['getSessionId', () => s.getSessionId()],
+      ];
+      const counts: Record<string, number> = {};
+      for (const [name, call] of calls) {
+        const before = sent.length;
+        await call();
+        counts[name] = sent.length - before;
+      }
+
+      expect(counts).toEqual({
+        addItems: 1,
+        'getItems()': 1,
+        'getItems(2)': 1,
+        popItem: 1,
+        applyHistoryTransaction: 1,
+        replaceHistoryWithCompaction: 1,
+        clearSession: 1,
+        'getItems(0)': 0,
+        'addItems([])': 0,
+        getSessionId: 0,
+      });
+      expect(
+        new Set(sent.map((r) => r.replace(/\/v1\/streams\/[^/]+/, '/v1/streams/{id}'))),
+      ).toEqual(new Set(['POST /v1/streams/{id}/history', 'GET /v1/streams/{id}/history']));
+    });
+
     it('refuses a session id that cannot name a stream', () => {
       expect(() => world.session('has spaces')).toThrow(UserError);
       expect(() => new HefestoSession({ baseUrl: 'http://x', apiKey: undefined })).toThrow();

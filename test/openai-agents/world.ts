@@ -27,6 +27,8 @@ interface ClientOptions {
   lose?: { n: number };
   /** Rewrites each answer's JSON body before the client reads it. */
   forge?: (body: Record<string, unknown>) => Record<string, unknown>;
+  /** Each request sent, as `METHOD /path` (the query left out). */
+  sent?: string[];
   /** Options of the client passed as they are (`verify`, `trustStore`). */
   client?: Partial<HefestoClientOptions>;
 }
@@ -64,6 +66,7 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
   const client = (options: ClientOptions = {}) => {
     const { lose, forge } = options;
     const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+      options.sent?.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
       let res = await app.request(String(input), init);
       if (forge && res.headers.get('content-type')?.includes('application/json')) {
         const body = forge((await res.json()) as Record<string, unknown>);
