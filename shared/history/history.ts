@@ -3,6 +3,7 @@ import type { Appender, AppendOutcome, ChainHead } from '../commit/append.js';
 import type { JsonValue } from '../domain/canonical.js';
 import {
   DivergenceError,
+  IdempotencyKeyReusedError,
   NotFoundError,
   StreamNotFoundError,
   UnavailableError,
@@ -165,12 +166,15 @@ export class HistoryService {
     const stored = await appender.storedResult({ ...at, idempotency }, head);
     if (stored) return answer(stored);
     if (req.change.type !== 'clear' || history.life === 0 || !req.operationId) return undefined;
-    // A clear's record is kept under the life it ended (the one its plan read).
+    // A clear's record is kept under the life it ended (the one its plan read). Under the same
+    // id, that life may also hold another change, forgotten by a later clear: not this one.
     const ended = historyOperationKey(history.life - 1, operationIdHash(req.operationId));
-    const cleared = await appender.storedResult(
-      { ...at, idempotency: { ...idempotency, key: ended } },
-      head,
-    );
+    const cleared = await appender
+      .storedResult({ ...at, idempotency: { ...idempotency, key: ended } }, head)
+      .catch((err: unknown) => {
+        if (err instanceof IdempotencyKeyReusedError) return undefined;
+        throw err;
+      });
     return cleared && answer(cleared);
   }
 

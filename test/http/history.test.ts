@@ -300,6 +300,17 @@ for (const factory of STORE_FACTORIES) {
       });
     });
 
+    it('a clear under an id its life used for another change, forgotten by a clear since, applies', async () => {
+      await append([user('a')], 'op-x');
+      await apply({ operationId: 'clear-1', change: { type: 'clear' } });
+      await append([user('b')]);
+
+      const cleared = await apply({ operationId: 'op-x', change: { type: 'clear' } });
+
+      expect(cleared.applied).toBe(true);
+      expect(await items()).toEqual([]);
+    });
+
     it('a pop retried answers the item it popped, and pops once', async () => {
       await append([user('a'), said('b')]);
 
