@@ -14,7 +14,8 @@ import { type SessionWorld, startWorld } from './world.js';
  * HefestoSession answers what the SDK's own MemorySession answers: random sequences of
  * session calls (adds of 1–3 items of the SDK's shapes, getItems with random limits, pops,
  * clears, history transactions with operation ids drawn from a small pool, so that ids repeat
- * with the same and with other transactions, and suffixes that match or not) run on both,
+ * with the same and with other transactions, suffixes that match or not, and transactions
+ * whose reply is lost and which their caller sends again) run on both,
  * and every answer (value or error message) and the final history are compared. On memory,
  * local (files + SQLite) and the AWS emulators.
  */
@@ -28,7 +29,8 @@ type Command =
   | { call: 'get'; limit: number | undefined }
   | { call: 'pop' }
   | { call: 'clear' }
-  | { call: 'append'; op: string; items: AgentInputItem[] }
+  /** `lost`: the reply of its first attempt is lost, and its caller sends it again. */
+  | { call: 'append'; op: string; items: AgentInputItem[]; lost: boolean }
   /** The actual suffix of length k (when the history has k items), else a made-up one. */
   | {
       call: 'replace';
@@ -37,6 +39,7 @@ type Command =
       actual: boolean;
       wrong: AgentInputItem[];
       replacement: AgentInputItem[];
+      lost: boolean;
     }
   /** Repeats the i-th transaction sent so far (mod their count), exactly. */
   | { call: 'repeat'; i: number };
@@ -57,7 +60,7 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .record({ op, items: items(0, 2) })
+      .record({ op, items: items(0, 2), lost: fc.boolean() })
       .map((r) => ({ call: 'append' as const, ...r })),
   },
   {
@@ -69,6 +72,7 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
         actual: fc.boolean(),
         wrong: items(1, 2),
         replacement: items(0, 2),
+        lost: fc.boolean(),
       })
       .map((r) => ({ call: 'replace' as const, ...r })),
   },
@@ -84,8 +88,18 @@ const settle = async (call: () => Promise<unknown>) => {
   }
 };
 
-/** Runs the commands on a session; `sent` are the transactions in the order they were sent. */
-const runOn = async (session: Subject, commands: Command[], reference: MemorySession) => {
+/**
+ * Runs the commands on a session; `sent` are the transactions in the order they were sent.
+ * `loseNext` (the session under test) loses the reply of its next request and answers how to
+ * disarm it; a transaction marked `lost` is then sent again by its caller, as the SDK's runner
+ * does after a crash, and its answer is the retry's.
+ */
+const runOn = async (
+  session: Subject,
+  commands: Command[],
+  reference: MemorySession,
+  loseNext?: () => () => void,
+) => {
   const answers: unknown[] = [];
   const sent: Array<{ operationId: string; transaction: Tx }> = [];
   for (const c of commands) {
@@ -111,7 +125,14 @@ const runOn = async (session: Subject, commands: Command[], reference: MemorySes
     if (tx) {
       const args = structuredClone(tx);
       sent.push(tx);
-      answers.push(await settle(() => Promise.resolve(session.applyHistoryTransaction(args))));
+      const apply = () => settle(() => Promise.resolve(session.applyHistoryTransaction(args)));
+      const lost = (c.call === 'append' || c.call === 'replace') && c.lost && loseNext;
+      if (lost) {
+        const disarm = loseNext();
+        const first = await apply();
+        disarm();
+        answers.push('error' in first ? await apply() : first);
+      } else answers.push(await apply());
     } else if (c.call === 'add')
       answers.push(await settle(() => session.addItems(structuredClone(c.items))));
     else if (c.call === 'get') answers.push(await settle(() => session.getItems(c.limit)));
@@ -146,13 +167,21 @@ for (const factory of allStores) {
             async (commands) => {
               run++;
               const reference = new MemorySession({ sessionId: `ref-${run}` });
+              const lose = { n: 0 };
               const ours = world.session(
                 `diff-${factory.name}-${run}-${Math.random().toString(36).slice(2, 8)}`,
+                { lose, retry: { maxAttempts: 1 } },
               );
+              const loseNext = () => {
+                lose.n = 1;
+                return () => {
+                  lose.n = 0;
+                };
+              };
               // The same commands on both; suffixes come from the reference session's own history.
               const expected = await runOn(reference, commands, reference);
               const shadow = new MemorySession();
-              const got = await runOn(pairWith(ours, shadow), commands, shadow);
+              const got = await runOn(pairWith(ours, shadow), commands, shadow, loseNext);
               expect(plain(got)).toEqual(plain(expected));
             },
           ),
