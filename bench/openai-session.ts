@@ -69,6 +69,24 @@ const main = async () => {
     await time('getItems(10)', () => session.getItems(10));
   }
   for (let i = 0; i < N; i++) {
+    // The floor of a replace_suffix: its very ops (delete the last item, set two) as one
+    // plain checkpoint, without the history read and the suffix check.
+    await time('checkpoint of replace_suffix ops (floor)', async () => {
+      const r = await client.checkpoint('bench-floor', {
+        ops: [
+          { op: 'delete', path: `/items/${N - 1}` },
+          { op: 'set', path: `/items/${N - 1}`, value: item(i) },
+          { op: 'set', path: `/items/${N}`, value: item(N + i) },
+        ],
+        baseDigest: digest,
+      });
+      digest = r.stateDigest;
+    });
+    const back = await client.checkpoint('bench-floor', {
+      ops: [{ op: 'delete', path: `/items/${N}` }],
+      baseDigest: digest,
+    });
+    digest = back.stateDigest;
     const last = (await session.getItems(1))[0];
     if (!last) break;
     await time('applyHistoryTransaction (replace_suffix 1 -> 2)', () =>
