@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readFileSync,
   rmSync,
@@ -74,6 +75,28 @@ const state: Promise<hefesto.StateResult> = client.getState('run-1');
 void state;
 // @ts-expect-error -- getState needs a stream id
 void client.getState();
+`,
+};
+
+/** The same for @hefesto/openai-agents: a HefestoSession is the SDK's Session. */
+const SESSION_CONSUMERS = {
+  'session.mts': `import type { SessionHistoryTransactionAwareSession } from '@openai/agents-core';
+import { HefestoSession } from '@hefesto/openai-agents';
+const session: SessionHistoryTransactionAwareSession = new HefestoSession({
+  sessionId: 's-1',
+  baseUrl: 'http://localhost:8787',
+  apiKey: 'key',
+});
+void session;
+// @ts-expect-error -- a session needs a client, or a baseUrl and an apiKey
+void new HefestoSession({ sessionId: 's-1' });
+`,
+  'session.cts': `import hefesto = require('@hefesto/openai-agents');
+import type { Session } from '@openai/agents-core';
+const session: Session = new hefesto.HefestoSession({ baseUrl: 'http://localhost:8787', apiKey: 'key' });
+void session;
+// @ts-expect-error -- getItems takes a number
+void session.getItems('ten');
 `,
 };
 
@@ -397,6 +420,37 @@ describe('installable packages', () => {
         [],
       );
     }, 120_000);
+
+    it('type-checks TypeScript consumers against the installed types (ESM and CommonJS)', async () => {
+      await installOpenAI();
+      const dir = join(project, 'ts-openai-agents');
+      mkdirSync(dir, { recursive: true });
+      for (const [file, text] of Object.entries(SESSION_CONSUMERS))
+        writeFileSync(join(dir, file), text);
+      // skipLibCheck: the SDK's own declarations want @types/node and lib esnext (the user's
+      // setup); the consumers are still checked against ours, and against the SDK's Session.
+      const options = { strict: true, noEmit: true, skipLibCheck: true, types: [] };
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            ...options,
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            target: 'es2022',
+          },
+          files: Object.keys(SESSION_CONSUMERS),
+        }),
+      );
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      const result = await timed('tsc session consumer', () =>
+        run(process.execPath, [tsc, '-p', dir], { cwd: dir, env: outsideEnv() }).then(
+          () => 'ok',
+          (err: { stdout?: string }) => err.stdout ?? String(err),
+        ),
+      );
+      expect(result).toBe('ok');
+    }, 90_000);
 
     it("runs the README's example with a real Runner, twice: the second process continues the session", async () => {
       const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
