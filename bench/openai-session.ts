@@ -48,7 +48,9 @@ const main = async () => {
   const time = async (kind: string, call: () => Promise<unknown>) => {
     const t0 = performance.now();
     await call();
-    (timed[kind] ??= []).push(performance.now() - t0);
+    const list = timed[kind] ?? [];
+    list.push(performance.now() - t0);
+    timed[kind] = list;
   };
 
   let digest = (
