@@ -278,6 +278,20 @@ for (const factory of allStores) {
       });
     });
 
+    it('two workers appending at once: both appends land, whole and in some order', async () => {
+      const id = fresh();
+      const workers = [world.session(id), world.session(id), world.session(id)];
+
+      await Promise.all(workers.map((w, i) => w.addItems([user(`q${i}`), said(`a${i}`)])));
+
+      const history = await world.session(id).getItems();
+      expect(history).toHaveLength(6);
+      for (let at = 0; at < 6; at += 2) {
+        const q = history[at] as { content: string };
+        expect(history[at + 1]).toEqual(said(`a${q.content.slice(1)}`));
+      }
+    });
+
     it('addItems and popItem survive a lost reply (the client retries them under one operation id)', async () => {
       const id = fresh();
       const lose = { n: 1 };
