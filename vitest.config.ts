@@ -2,8 +2,9 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
-  // packages/embedded imports `@hefesto/client` (the client package's source entry here, as
-  // tsconfig.json's paths say; the built package in the tarball).
+  // The packages' sources import the client by its package name (packages/embedded,
+  // packages/openai-agents): its source entry here, as tsconfig.json's paths say; the built
+  // package in the tarball.
   resolve: {
     alias: {
       '@hefesto/client': fileURLToPath(new URL('packages/client/src/index.ts', import.meta.url)),

@@ -45,6 +45,7 @@ export const ROOMS = {
   'shared/proofs/': 'proofs',
   'shared/commit/': 'commit',
   'shared/state/': 'state',
+  'shared/history/': 'history',
   'shared/effects/': 'effects',
   'shared/keys/': 'keys',
   'shared/compaction/': 'compaction',
@@ -60,6 +61,7 @@ export const ROOMS = {
   'packages/client/': 'pkg-client',
   'packages/langgraph/': 'pkg-langgraph',
   'packages/embedded/': 'pkg-embedded',
+  'packages/openai-agents/': 'pkg-openai-agents',
   'console/': 'console',
 };
 
@@ -71,6 +73,7 @@ const SERVICES = [
   'keys',
   'commit',
   'state',
+  'history',
   'effects',
   'compaction',
   'verify',
@@ -88,6 +91,7 @@ export const ALLOWED = {
   commit: ['chain', 'leases', 'proofs', 'domain', 'ports'],
   state: ['chain', 'commit', 'leases', 'domain', 'ports'],
   effects: ['chain', 'commit', 'leases', 'domain', 'ports'],
+  history: ['chain', 'commit', 'state', 'domain', 'ports'],
   compaction: ['chain', 'commit', 'leases', 'proofs', 'state', 'domain', 'ports'],
   verify: ['chain', 'commit', 'proofs', 'state', 'effects', 'compaction', 'domain', 'ports'],
   ledger: [...SERVICES, 'domain', 'ports'],
@@ -112,6 +116,7 @@ export const ALLOWED = {
   'pkg-langgraph': ['pkg-client', 'client', 'domain'],
   // The in-process engine: the embedded server's wiring and its settings (and @hefesto/client).
   'pkg-embedded': ['functions', 'config'],
+  'pkg-openai-agents': ['pkg-client'],
   console: ['client', 'domain'],
 };
 

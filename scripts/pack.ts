@@ -8,10 +8,11 @@ import { buildEmbedded } from './pack-embedded.js';
 
 /**
  * `npm run pack`: builds the installable packages and writes their tarballs,
- * `dist/packages/hefesto-client-<version>.tgz` and `dist/packages/hefesto-langgraph-<version>.tgz`.
+ * `dist/packages/hefesto-client-<version>.tgz`, `dist/packages/hefesto-langgraph-<version>.tgz`
+ * and `dist/packages/hefesto-openai-agents-<version>.tgz`.
  *
- * Per package, in order (client first: the langgraph build resolves `@hefesto/client` to the
- * client's fresh .d.ts):
+ * Per package, in order (client first: the langgraph and openai-agents builds resolve
+ * `@hefesto/client` to the client's fresh .d.ts):
  *   1. `tsc -p packages/<name>/tsconfig.build.json`: per-file ES modules + .d.ts from the
  *      repository's sources into `dist/packages/build/<name>/esm` (a type error stops here);
  *   2. each of those .js files transformed to CommonJS by esbuild into `.../cjs`, the .d.ts
@@ -33,7 +34,7 @@ import { buildEmbedded } from './pack-embedded.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BUILD = join(ROOT, 'dist/packages/build');
 const OUT = join(ROOT, 'dist/packages');
-const PACKAGES = ['client', 'langgraph'] as const;
+const PACKAGES = ['client', 'langgraph', 'openai-agents'] as const;
 const DEPENDENCY_FIELDS = ['dependencies', 'peerDependencies', 'optionalDependencies'] as const;
 
 type Manifest = Record<string, unknown> & {

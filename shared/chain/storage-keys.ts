@@ -177,6 +177,15 @@ export const serviceIdempotencyKey = (name: string): string => `${SERVICE_KEY_MA
 export const effectEventIdempotencyKey = (status: string, effectKey: string): string =>
   serviceIdempotencyKey(`effect#${status}#${effectKey}`);
 
+/**
+ * The service's key of a session history operation (shared/history/): the operation id's
+ * SHA-256 under the life of the history it applies to (the count of its clears), so an
+ * operation id is the session's for as long as the stream lives, and a cleared history
+ * forgets its operation ids as the SDK's MemorySession does.
+ */
+export const historyOperationKey = (life: number, operationIdHash: string): string =>
+  serviceIdempotencyKey(`hist#${life}#${operationIdHash}`);
+
 export const isServiceKey = (key: string): boolean => key.startsWith(SERVICE_KEY_MARK);
 
 /** Where the idempotency record of `key` (a client's or the service's) lives. */

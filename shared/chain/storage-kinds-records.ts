@@ -196,12 +196,14 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     store: 'records',
     class: 'control',
     key: 't#{tenant}#s#{stream} / idem#{key}',
-    what: "the service's own idempotency key (an effect's ledger event)",
+    what: "the service's own idempotency key (an effect's ledger event, a session history operation)",
     matches: inStream(prefixed(SERVICE_IDEMPOTENCY_PREFIX)),
     outcome:
       "dedupes an effect's ledger event; the effect record keeps the event's seq, so " +
       'edited or deleted it changes nothing: a begin answers the result and appends ' +
-      'nothing',
+      'nothing. A session history operation (`idem#hist#…`): deleted, its retry is ' +
+      'evaluated again (a replace_suffix then fails on its own suffix; an append_items is ' +
+      'appended twice); its digest edited, the retry is refused (ErrIdempotencyKeyReused)',
   },
   {
     name: 'writer-lease',

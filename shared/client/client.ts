@@ -11,6 +11,7 @@ import type {
 } from './checkpoint-types.js';
 import { ProofChecker } from './client-proofs.js';
 import { ClientVerificationError, HefestoApiError } from './errors.js';
+import type { HistoryChange, HistoryChangeResult, HistoryPage } from './history-types.js';
 import { type CallResult, type RetryPolicy, Transport } from './http.js';
 import {
   type SetRefOp,
@@ -598,6 +599,60 @@ export class HefestoClient {
         'the state is not the one its checkpoint records',
       );
     }
+    return body;
+  }
+
+  /**
+   * The last `limit` items of a session's history (all without `limit`), oldest first: one
+   * request, read from the stream's verified state. A session never written has none.
+   *
+   * @example
+   * ```ts
+   * const { items } = await client.getHistory('session-1', { limit: 20 });
+   * ```
+   */
+  async getHistory(streamId: string, options: { limit?: number } = {}): Promise<HistoryPage> {
+    const path = `/v1/streams/${enc(streamId)}/history`;
+    const { body } = await this.#http.call<HistoryPage>('GET', path, {
+      query: { limit: options.limit },
+    });
+    return body;
+  }
+
+  /**
+   * One change of a session's history, evaluated by the server against the stored history
+   * and written as one conditional append. `operationId` (default: a new one per call, kept
+   * across this call's retries) makes it apply once: repeated with the same change it
+   * answers `applied: false`, with another it is a 422 `ErrIdempotencyKeyReused`. A
+   * replace_suffix whose expectedSuffix no longer matches is a 409 `ErrDivergenceDetected`.
+   *
+   * @example
+   * ```ts
+   * await client.changeHistory(
+   *   'session-1',
+   *   { type: 'append_items', items: [{ role: 'user', content: 'hi' }] },
+   *   { operationId: 'turn-1' },
+   * );
+   * ```
+   */
+  async changeHistory(
+    streamId: string,
+    change: HistoryChange,
+    options: { operationId?: string } = {},
+  ): Promise<HistoryChangeResult> {
+    await this.#beforeFirstWrite(streamId);
+    const path = `/v1/streams/${enc(streamId)}/history`;
+    const operationId = options.operationId ?? this.#newKey();
+    const { body } = await this.#inLife(streamId, {}, (incarnation) =>
+      this.#http.call<HistoryChangeResult>('POST', path, {
+        body: { operationId, change },
+        fence: this.#fences.get(streamId),
+        incarnation,
+        // The operation id makes a lost reply safe to send again.
+        repeatable: true,
+      }),
+    );
+    await this.#proofs?.checkReceipt(streamId, body.treeHead);
     return body;
   }
 

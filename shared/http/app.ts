@@ -18,6 +18,7 @@ import { registerConsole } from './routes/console.js';
 import { registerDocs } from './routes/docs.js';
 import { effectListRoutes } from './routes/effect-list.js';
 import { effectRoutes } from './routes/effects.js';
+import { historyRoutes } from './routes/history.js';
 import { keyRoutes } from './routes/keys.js';
 import { proofRoutes } from './routes/proofs.js';
 import { retentionRoutes } from './routes/retention.js';
@@ -59,6 +60,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
 
   app.route('/v1', streamRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', stateRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
+  app.route('/v1', historyRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', checkpointRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', streamListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', streamDeleteRoutes({ ledger: deps.ledger, keys: deps.keys }));

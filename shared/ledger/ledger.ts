@@ -7,6 +7,7 @@ import { StreamList } from '../commit/stream-list.js';
 import { Retention } from '../compaction/retention.js';
 import { EffectList } from '../effects/effect-list.js';
 import { EffectService } from '../effects/effects.js';
+import { HistoryService } from '../history/history.js';
 import { LeaseService } from '../leases/leases.js';
 import { type Clock, type IdSource, randomIds } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
@@ -72,6 +73,8 @@ export class Ledger {
   /** A stream's effects, for the console (effect-list.ts). */
   readonly effectList: EffectList;
   readonly proofs: ProofService;
+  /** Session histories (an OpenAI Agents SDK Session's, history.ts). */
+  readonly history: HistoryService;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
     const {
@@ -134,6 +137,11 @@ export class Ledger {
         : memory
           ? { cache: new StateCache(undefined, undefined, memory) }
           : {}),
+    });
+    this.history = new HistoryService({
+      appender: this.appender,
+      checkpoints: this.checkpoints,
+      states: this.states,
     });
     this.retention = new Retention(deps);
     this.proofs = new ProofService({ ...deps, reader: this.reader, signing });

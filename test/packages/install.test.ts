@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readFileSync,
   rmSync,
@@ -43,6 +44,8 @@ const TARBALLS = [
   join(REPO, `dist/packages/hefesto-langgraph-${VERSION}.tgz`),
 ];
 const EMBEDDED_TARBALL = join(REPO, `dist/packages/hefesto-embedded-${VERSION}.tgz`);
+/** Installed on its own, next to the SDK it is a session for (its peer). */
+const OPENAI_TARBALL = join(REPO, `dist/packages/hefesto-openai-agents-${VERSION}.tgz`);
 
 /** A child's environment with nothing of this process's tooling: no loader, no npm run. */
 const outsideEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
@@ -74,6 +77,28 @@ const state: Promise<hefesto.StateResult> = client.getState('run-1');
 void state;
 // @ts-expect-error -- getState needs a stream id
 void client.getState();
+`,
+};
+
+/** The same for @hefesto/openai-agents: a HefestoSession is the SDK's Session. */
+const SESSION_CONSUMERS = {
+  'session.mts': `import type { SessionHistoryTransactionAwareSession } from '@openai/agents-core';
+import { HefestoSession } from '@hefesto/openai-agents';
+const session: SessionHistoryTransactionAwareSession = new HefestoSession({
+  sessionId: 's-1',
+  baseUrl: 'http://localhost:8787',
+  apiKey: 'key',
+});
+void session;
+// @ts-expect-error -- a session needs a client, or a baseUrl and an apiKey
+void new HefestoSession({ sessionId: 's-1' });
+`,
+  'session.cts': `import hefesto = require('@hefesto/openai-agents');
+import type { Session } from '@openai/agents-core';
+const session: Session = new hefesto.HefestoSession({ baseUrl: 'http://localhost:8787', apiKey: 'key' });
+void session;
+// @ts-expect-error -- getItems takes a number
+void session.getItems('ten');
 `,
 };
 
@@ -140,6 +165,17 @@ describe('installable packages', () => {
     return langgraphInstalled;
   };
 
+  /** The README's OpenAI Agents line: the session's tarball and the SDK (pinned here). */
+  let openaiInstalled: Promise<unknown> | undefined;
+  const installOpenAI = () => {
+    const pin = `@openai/agents-core@${ROOT.devDependencies['@openai/agents-core']}`;
+    const flags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+    openaiInstalled ??= timed('npm install openai-agents', () =>
+      run('npm', ['install', ...flags, OPENAI_TARBALL, pin], { cwd: project, env: outsideEnv() }),
+    );
+    return openaiInstalled;
+  };
+
   afterAll(() => {
     server?.child.kill('SIGKILL');
     rmSync(project, { recursive: true, force: true });
@@ -153,9 +189,9 @@ describe('installable packages', () => {
   });
 
   describe('npm run pack', () => {
-    it('writes hefesto-client-, hefesto-langgraph- and hefesto-embedded-<version>.tgz', () => {
-      expect(packed).toEqual([...TARBALLS, EMBEDDED_TARBALL]);
-      for (const tarball of [...TARBALLS, EMBEDDED_TARBALL]) expect(existsSync(tarball)).toBe(true);
+    it('writes hefesto-client-, hefesto-langgraph-, hefesto-openai-agents- and hefesto-embedded-<version>.tgz', () => {
+      expect(packed).toEqual([...TARBALLS, OPENAI_TARBALL, EMBEDDED_TARBALL]);
+      for (const tarball of packed) expect(existsSync(tarball)).toBe(true);
     });
 
     it("stamps the root package.json's versions into both packages", () => {
@@ -369,6 +405,110 @@ describe('installable packages', () => {
     }, 60_000);
   });
 
+  describe('@hefesto/openai-agents', () => {
+    it("stamps the root's versions: @hefesto/client its dependency, the SDK its peer", async () => {
+      await installOpenAI();
+      const manifest = readManifest(join(project, 'node_modules/@hefesto/openai-agents'));
+      expect(manifest.version).toBe(VERSION);
+      expect(manifest.dependencies).toEqual({ '@hefesto/client': VERSION });
+      expect(manifest.peerDependencies).toEqual({
+        '@openai/agents-core': `^${ROOT.devDependencies['@openai/agents-core']}`,
+      });
+      const files = packageFiles(join(project, 'node_modules/@hefesto/openai-agents'));
+      const allowed =
+        /^(package\.json|README\.md|cjs\/package\.json|(esm|cjs)\/[a-z0-9-]+\.(js|d\.ts))$/;
+      expect(files.filter((f) => !allowed.test(f))).toEqual([]);
+      expect(dependencyTree(project, ['@hefesto/openai-agents']).filter(isServerModule)).toEqual(
+        [],
+      );
+    }, 120_000);
+
+    it('type-checks TypeScript consumers against the installed types (ESM and CommonJS)', async () => {
+      await installOpenAI();
+      const dir = join(project, 'ts-openai-agents');
+      mkdirSync(dir, { recursive: true });
+      for (const [file, text] of Object.entries(SESSION_CONSUMERS))
+        writeFileSync(join(dir, file), text);
+      // skipLibCheck: the SDK's own declarations want @types/node and lib esnext (the user's
+      // setup); the consumers are still checked against ours, and against the SDK's Session.
+      const options = { strict: true, noEmit: true, skipLibCheck: true, types: [] };
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            ...options,
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            target: 'es2022',
+          },
+          files: Object.keys(SESSION_CONSUMERS),
+        }),
+      );
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      const result = await timed('tsc session consumer', () =>
+        run(process.execPath, [tsc, '-p', dir], { cwd: dir, env: outsideEnv() }).then(
+          () => 'ok',
+          (err: { stdout?: string }) => err.stdout ?? String(err),
+        ),
+      );
+      expect(result).toBe('ok');
+    }, 90_000);
+
+    it("runs the README's example with a real Runner, twice: the second process continues the session", async () => {
+      const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+      const snippet =
+        /<!-- openai-agents-example:start -->\n```js\n([\s\S]*?)```\n<!-- openai-agents-example:end -->/.exec(
+          readme,
+        )?.[1];
+      expect(snippet).toBeDefined();
+      writeFileSync(join(project, 'chat.mjs'), snippet ?? '');
+      await installOpenAI();
+      const env = outsideEnv({ HEFESTO_URL: api.url, HEFESTO_KEY: api.key });
+      const once = async () =>
+        (await timed('chat.mjs', () => run(process.execPath, ['chat.mjs'], { cwd: project, env })))
+          .stdout;
+      expect((await once()).trim()).toBe('answer 1 after 0 items');
+      expect((await once()).trim()).toBe('answer 2 after 2 items');
+    }, 120_000);
+
+    it('runs a tool-calling turn from CommonJS, and another process continues it', async () => {
+      await installOpenAI();
+      copyFileSync(join(FIXTURES, 'session.cjs'), join(project, 'session.cjs'));
+      const env = outsideEnv({ HEFESTO_URL: api.url, HEFESTO_KEY: api.key });
+      const once = async (turn: string) =>
+        JSON.parse(
+          (
+            await timed(`session.cjs ${turn}`, () =>
+              run(process.execPath, ['session.cjs', turn], { cwd: project, env }),
+            )
+          ).stdout,
+        ) as Record<string, unknown>;
+
+      const first = await once('1');
+      const second = await once('2');
+
+      expect(first).toEqual({
+        finalOutput: 'It is sunny in Paris.',
+        toolCalls: ['Paris'],
+        modelSaw: 1,
+        types: ['message', 'function_call', 'function_call_result', 'message'],
+      });
+      expect(second).toEqual({
+        finalOutput: 'You asked about Paris.',
+        toolCalls: [],
+        modelSaw: 5,
+        types: [
+          'message',
+          'function_call',
+          'function_call_result',
+          'message',
+          'message',
+          'message',
+        ],
+      });
+    }, 120_000);
+  });
+
   describe('the code blocks of the package docs', () => {
     // Each document's blocks run in order against a server of their own (a fresh data
     // directory and trust file), so what they print does not depend on the other tests.
@@ -378,6 +518,8 @@ describe('installable packages', () => {
       'packages/langgraph/README.md',
       'docs/langgraph.md',
       'docs/schema-evolution.md',
+      'packages/openai-agents/README.md',
+      'docs/openai-agents.md',
     ]) {
       it(`runs every block of ${doc} not marked "not run", verbatim, printing what it shows`, async () => {
         const blocks = docBlocks(readFileSync(join(REPO, doc), 'utf8'));
@@ -385,6 +527,7 @@ describe('installable packages', () => {
         const runs = blocks.filter((b) => b.kind === 'run');
         expect(runs.length).toBeGreaterThan(0);
         await installLangGraph();
+        await installOpenAI(); // after: two npm installs in one project at once would race
         const dir = mkdtempSync(join(tmpdir(), 'hefesto-install-docs-'));
         const docServer = await startServer({
           HEFESTO_DATA_DIR: join(dir, 'data'),

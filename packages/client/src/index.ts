@@ -24,6 +24,7 @@ export * from '../../../shared/client/client-proofs.js';
 export * from '../../../shared/client/effect-run.js';
 export * from '../../../shared/client/errors.js';
 export * from '../../../shared/client/harness.js';
+export * from '../../../shared/client/history-types.js';
 export type { RetryPolicy } from '../../../shared/client/http.js';
 export * from '../../../shared/client/large-values.js';
 export * from '../../../shared/client/options.js';
