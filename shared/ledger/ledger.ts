@@ -14,10 +14,12 @@ import type { RecordStore } from '../ports/record-store.js';
 import type { KeyRing } from '../ports/signer.js';
 import { ProofService } from '../proofs/proofs.js';
 import { Checkpointer, StateCache } from '../state/checkpoint.js';
+import { DeltaHistory } from '../state/delta-history.js';
 import { Drainer } from '../state/drain.js';
 import { FrozenWrites } from '../state/frozen-writes.js';
 import { PendingWrites } from '../state/pending-writes.js';
 import { StateStore, type StateStoreOptions } from '../state/state.js';
+import { TupleReader } from '../state/tuple-read.js';
 import { Verifier } from '../verify/verifier.js';
 
 export interface LedgerDeps {
@@ -72,6 +74,10 @@ export class Ledger {
   /** A stream's effects, for the console (effect-list.ts). */
   readonly effectList: EffectList;
   readonly proofs: ProofService;
+  /** A checkpoint with its state (conditional) and writes in one read (tuple-read.ts). */
+  readonly tuples: TupleReader;
+  /** Channel histories along a checkpoint's parent chain in one read (delta-history.ts). */
+  readonly history: DeltaHistory;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
     const {
@@ -134,6 +140,18 @@ export class Ledger {
         : memory
           ? { cache: new StateCache(undefined, undefined, memory) }
           : {}),
+    });
+    this.tuples = new TupleReader({
+      reader: this.reader,
+      states: this.states,
+      labels: this.labels,
+      pendingWrites: this.pendingWrites,
+    });
+    this.history = new DeltaHistory({
+      reader: this.reader,
+      records: deps.records,
+      states: this.states,
+      cache: this.checkpoints.cache,
     });
     this.retention = new Retention(deps);
     this.proofs = new ProofService({ ...deps, reader: this.reader, signing });

@@ -42,6 +42,8 @@ const SCENARIOS: Record<string, Step[]> = {
     { op: 'POST /v1/streams/{streamId}/events' },
     { op: 'POST /v1/streams/{streamId}/checkpoints' },
     { op: 'POST /v1/streams/{streamId}/checkpoints/{label}/writes' },
+    { op: 'GET /v1/streams/{streamId}/tuple' },
+    { op: 'GET /v1/streams/{streamId}/history' },
     { op: 'POST /v1/streams/{streamId}/fork' },
     { op: 'PUT /v1/streams/{streamId}/retention' },
   ],

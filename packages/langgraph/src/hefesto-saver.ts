@@ -21,6 +21,7 @@ import {
   type CheckpointMetadata,
   type CheckpointPendingWrite,
   type CheckpointTuple,
+  type DeltaChannelHistory,
   maxChannelVersion,
   type PendingWrite,
   type SerializerProtocol,
@@ -60,6 +61,11 @@ import { WritesInFlight } from './writes-in-flight.js';
 const EMPTY_DIGEST = emptyStateDigest(2);
 
 type Encoded = { j: Json } | { t: string; b: string } | { r: ValueRef };
+
+/** Where the state holds the channel values (a history's seeds are read there). */
+const VALUES = '/values';
+/** Channels one history request asks for at most (the server's limit). */
+const HISTORY_CHANNELS = 64;
 
 /** Where a put names a new ref for the server to hold (set, then deleted: see above). */
 const HELD = '/_held';
@@ -181,6 +187,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
     ids: { threadId: string; ns: string; stream: string },
     label: { label: string; meta?: Json; parentLabel?: string },
     state: StreamState,
+    stored?: StoredWrite[],
   ): Promise<CheckpointTuple> {
     const { threadId, ns, stream } = ids;
     const ckpt = state.ckpt as unknown as Omit<Checkpoint, 'channel_values'>;
@@ -189,7 +196,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
       channel_values[k] = await this.#decode(v);
     }
     const checkpoint = { ...structuredClone(ckpt), channel_values } as Checkpoint;
-    const { writes } = await this.client.getPendingWrites(stream, label.label);
+    const writes = stored ?? (await this.client.getPendingWrites(stream, label.label)).writes;
     const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
       writes.map(
         async (w) => [w.taskId, w.channel, await this.#writeValue(w)] as CheckpointPendingWrite,
@@ -253,39 +260,94 @@ export class HefestoSaver extends BaseCheckpointSaver {
     return held;
   }
 
+  /**
+   * One request (`client.getCheckpointTuple`): the checkpoint, its writes and its state,
+   * conditional on the tip this saver holds for the thread, so an unchanged thread sends no
+   * state and one moved on by another worker sends only the deltas since.
+   */
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     if (!config.configurable?.thread_id) return undefined;
     const ids = this.#ids(config);
     await this.leases?.ensure(ids.stream, ids.threadId, true);
+    const tip = this.#tips.get(ids.stream);
+    const label = ids.id === undefined ? undefined : labelOf(ids.id);
+    // The held state answers for the head, or for its own label; deltas are applied to
+    // it in place (client), so it is only sent where its tip is then replaced by the answer.
+    const held =
+      tip?.label && (label === undefined || label === tip.label)
+        ? { seq: tip.seq, stateDigest: tip.stateDigest, state: tip.state }
+        : undefined;
     try {
-      if (ids.id !== undefined) {
-        const label = await this.client.getCheckpoint(ids.stream, labelOf(ids.id));
-        const tip = this.#tips.get(ids.stream);
-        const state =
-          tip?.label === label.label
-            ? tip.state
-            : ((await this.client.getState(ids.stream, { at: label.seq })).state as StreamState);
-        return await this.#tuple(ids, label, state);
+      const t = await this.client.getCheckpointTuple(ids.stream, { label, since: held });
+      const state = t.state as StreamState;
+      if (!t.checkpoint || !(state.ckpt as { id?: string } | undefined)?.id) {
+        if (label === undefined) this.#tips.delete(ids.stream);
+        return undefined;
       }
-      const head = await this.client.getState(ids.stream);
-      const state = head.state as StreamState;
-      const ckpt = state.ckpt as { id?: string } | undefined;
-      if (!ckpt?.id) return undefined;
-      const label = await this.client.getCheckpoint(ids.stream, labelOf(ckpt.id));
-      this.#tips.set(ids.stream, {
-        label: label.label,
-        seq: label.seq,
-        stateDigest: head.stateDigest,
-        state,
-      });
-      return await this.#tuple(ids, label, state);
+      if (label === undefined || held) {
+        this.#tips.set(ids.stream, {
+          label: t.checkpoint.label,
+          seq: t.seq,
+          stateDigest: t.stateDigest,
+          state,
+        });
+      }
+      return await this.#tuple(ids, t.checkpoint, state, t.writes);
     } catch (err) {
+      if (held) this.#tips.delete(ids.stream); // its state may be half changed
       if (!notFound(err)) throw err;
       if (ids.id === undefined) {
         this.#tips.set(ids.stream, { label: null, seq: 0, stateDigest: EMPTY_DIGEST, state: {} });
       }
       return undefined;
     }
+  }
+
+  /**
+   * LangGraph 1.1+'s DeltaChannel history in one request whatever the depth
+   * (`client.getChannelHistory`): the server walks the labels' parent chain, collecting each
+   * channel's pending writes (checked against their binding) up to the nearest ancestor whose
+   * state holds the channel (`/values/{channel}`), the seed. Same answer as the base class's
+   * walk of one getTuple per ancestor.
+   */
+  override async getDeltaChannelHistory(options: {
+    config: RunnableConfig;
+    channels: string[];
+  }): Promise<Record<string, DeltaChannelHistory>> {
+    const { config, channels } = options;
+    const out: Record<string, DeltaChannelHistory> = {};
+    for (const ch of channels) out[ch] = { writes: [] };
+    if (channels.length === 0 || !config.configurable?.thread_id) return out;
+    const ids = this.#ids(config);
+    await this.leases?.ensure(ids.stream, ids.threadId, true);
+    const label = ids.id === undefined ? undefined : labelOf(ids.id);
+    for (let i = 0; i < channels.length; i += HISTORY_CHANNELS) {
+      const part = channels.slice(i, i + HISTORY_CHANNELS);
+      let found: Awaited<ReturnType<HefestoClient['getChannelHistory']>>;
+      try {
+        found = await this.client.getChannelHistory(ids.stream, {
+          label,
+          channels: part,
+          seedAt: VALUES,
+        });
+      } catch (err) {
+        if (notFound(err)) return out;
+        throw err;
+      }
+      for (const ch of part) {
+        const h = found[ch];
+        if (!h) continue;
+        const writes = await Promise.all(
+          h.writes.map(
+            async (w) => [w.taskId, w.channel, await this.#writeValue(w)] as CheckpointPendingWrite,
+          ),
+        );
+        out[ch] = h.seed
+          ? { writes, seed: await this.#decode(h.seed.value as Encoded) }
+          : { writes };
+      }
+    }
+    return out;
   }
 
   /**
@@ -321,12 +383,11 @@ export class HefestoSaver extends BaseCheckpointSaver {
     } else if (ids.id === undefined) {
       base = { label: null, seq: 0, stateDigest: EMPTY_DIGEST, state: {}, linear: false };
     } else {
-      const label = await this.client.getCheckpoint(ids.stream, labelOf(ids.id));
-      const at = await this.client.getState(ids.stream, { at: label.seq });
+      const at = await this.client.getCheckpointTuple(ids.stream, { label: labelOf(ids.id) });
       base = {
-        label: label.label,
-        seq: label.seq,
-        stateDigest: label.stateDigest,
+        label: at.checkpoint?.label ?? labelOf(ids.id),
+        seq: at.seq,
+        stateDigest: at.stateDigest,
         state: at.state as StreamState,
         linear: false,
       };

@@ -1,0 +1,130 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HefestoClient } from '../../packages/client/src/index.js';
+import { HefestoSaver } from '../../packages/langgraph/src/index.js';
+import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
+
+/**
+ * Requests per saver call, counted at the client's fetch (behaviour, not timing), on the API
+ * in process over the memory and local stores. Before issue 24 a getTuple was 3 requests
+ * (state, label, writes), a put branching from an older checkpoint 3, and
+ * getDeltaChannelHistory 3 per ancestor.
+ */
+
+const ckpt = (id: string, n: number) => ({
+  v: 4,
+  id,
+  ts: new Date().toISOString(),
+  channel_values: { messages: Array.from({ length: n }, (_, i) => `m${i}`) },
+  channel_versions: { messages: n },
+  versions_seen: {},
+});
+const meta = { source: 'loop' as const, step: 0, parents: {} };
+const thread = { configurable: { thread_id: 't', checkpoint_ns: '' } };
+const at = (id: string) => ({ configurable: { ...thread.configurable, checkpoint_id: id } });
+
+describe.each(STORE_FACTORIES)('saver requests per call on $name', (factory) => {
+  let h: Harness;
+  /** `METHOD path` of each request sent, and the `answer` of each tuple read. */
+  let sent: string[];
+  let answers: string[];
+  const counting = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(String(input));
+    sent.push(`${init?.method ?? 'GET'} ${url.pathname.replace('/v1/streams/rq.t./', '')}`);
+    const res = await h.app.fetch(new Request(input, init));
+    if (url.pathname.endsWith('/tuple') && res.ok) {
+      answers.push(((await res.clone().json()) as { answer: string }).answer);
+    }
+    return res;
+  }) as typeof fetch;
+  const fresh = () =>
+    new HefestoSaver({
+      client: new HefestoClient({
+        baseUrl: 'http://in-process',
+        apiKey: ROOT_KEY,
+        fetch: counting,
+      }),
+      prefix: 'rq',
+    });
+  const sentBy = async (call: () => Promise<unknown>): Promise<string[]> => {
+    sent = [];
+    answers = [];
+    await call();
+    return sent;
+  };
+  const chain = async (saver: HefestoSaver, n: number) => {
+    let config = await saver.put(thread, ckpt('id-00', 1), meta, { messages: 1 });
+    for (let i = 1; i < n; i++) {
+      const id = `id-${String(i).padStart(2, '0')}`;
+      config = await saver.put(config, ckpt(id, i + 1), meta, { messages: i + 1 });
+    }
+    return config;
+  };
+  beforeEach(() => {
+    h = createHarness(factory);
+    sent = [];
+    answers = [];
+  });
+  afterEach(() => h.close());
+
+  it('reads a tuple in one request: the full state cold, nothing of it when unchanged', async () => {
+    const saver = fresh();
+    expect(await sentBy(() => saver.getTuple(thread))).toEqual(['GET tuple']);
+    const config = await chain(saver, 3);
+    expect(await sentBy(() => saver.getTuple(thread))).toEqual(['GET tuple']);
+    expect(answers).toEqual(['unchanged']);
+    const other = fresh();
+    expect(await sentBy(() => other.getTuple(thread))).toEqual(['GET tuple']);
+    expect(answers).toEqual(['state']);
+    expect(await sentBy(() => other.getTuple(at('id-01')))).toEqual(['GET tuple']);
+    expect(await sentBy(() => other.getTuple(config))).toEqual(['GET tuple']);
+    expect(answers).toEqual(['unchanged']);
+  });
+
+  it('reads only the deltas since when another worker moved the thread', async () => {
+    const [a, b] = [fresh(), fresh()];
+    const config = await chain(a, 2);
+    expect((await b.getTuple(thread))?.checkpoint.id).toBe('id-01');
+    await a.put(config, ckpt('id-02', 3), meta, { messages: 3 });
+
+    expect(await sentBy(() => b.getTuple(thread))).toEqual(['GET tuple']);
+    expect(answers).toEqual(['deltas']);
+    expect((await fresh().getTuple(thread))?.checkpoint).toEqual(
+      (await b.getTuple(thread))?.checkpoint,
+    );
+  });
+
+  it('puts and writes in one request each; a put branching from an older checkpoint in two', async () => {
+    const saver = fresh();
+    const config = await chain(saver, 2);
+    expect(await sentBy(() => saver.put(config, ckpt('id-02', 3), meta, { messages: 3 }))).toEqual([
+      'POST checkpoints',
+    ]);
+    expect(await sentBy(() => saver.putWrites(at('id-02'), [['messages', 'x']], 'task-1'))).toEqual(
+      ['POST checkpoints/id-02/writes'],
+    );
+    expect(
+      await sentBy(() => saver.put(at('id-00'), ckpt('id-03', 2), meta, { messages: 2 })),
+    ).toEqual(['GET tuple', 'POST checkpoints']);
+  });
+
+  it('answers getDeltaChannelHistory in one request whatever the depth', async () => {
+    for (const depth of [2, 30]) {
+      h.close();
+      h = createHarness(factory);
+      const s = fresh();
+      let config = await s.put(thread, ckpt('id-00', 1), meta, { messages: 1 });
+      for (let i = 1; i < depth; i++) {
+        const c = { ...ckpt(`id-${String(i).padStart(2, '0')}`, 1), channel_values: {} };
+        await s.putWrites(config, [['messages', `w${i}`]], `task-${i}`);
+        config = await s.put(config, c, meta, { messages: i + 1 });
+      }
+      const history = () => s.getDeltaChannelHistory({ config: thread, channels: ['messages'] });
+      expect(await sentBy(history)).toEqual(['GET history']);
+      const { messages } = await history();
+      expect(messages?.seed).toEqual(['m0']);
+      expect(messages?.writes.map((w) => w[2])).toEqual(
+        Array.from({ length: depth - 1 }, (_, i) => `w${i + 1}`),
+      );
+    }
+  });
+});
