@@ -43,7 +43,14 @@ export interface CheckpointTuple extends Required<StateResult> {
   writes: PendingWrite[];
 }
 
-/** The body of `GET .../tuple`. */
+/**
+ * The body of `GET .../tuple`: the state whole, or the deltas to apply to the held one.
+ *
+ * @example
+ * ```ts
+ * const body: TupleBody = await (await fetch(`${baseUrl}/v1/streams/run-1/tuple`)).json();
+ * ```
+ */
 export type TupleBody = Omit<CheckpointTuple, 'state'> & {
   state?: { [key: string]: Json };
   deltas?: Array<{ seq: number; ops: DeltaOp[] }>;
@@ -64,7 +71,15 @@ export interface ChannelHistory {
   seed?: { label: string; seq: number; value: Json };
 }
 
-/** The tuple's state: the body's, or the held one as the answer says to make it. */
+/**
+ * The tuple's state: the body's, or the held one made into it as the answer says (in place);
+ * an answer that does not fit what is held is a ClientVerificationError.
+ *
+ * @example
+ * ```ts
+ * const tuple = tupleState(body, { seq: 4, stateDigest, state });
+ * ```
+ */
 export const tupleState = (body: TupleBody, held: HeldState | undefined): CheckpointTuple => {
   const { deltas, state, ...rest } = body;
   if (body.answer === 'state') {

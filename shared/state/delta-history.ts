@@ -94,6 +94,7 @@ export class DeltaHistory {
     if (channels.length > MAX_HISTORY_CHANNELS) {
       throw new InvalidInputError(`at most ${MAX_HISTORY_CHANNELS} channels`);
     }
+    if (channels.length === 0) return {};
     const seedAt = req.seedAt ?? '';
     if (splitPointer(seedAt) === undefined) {
       throw new InvalidInputError('seedAt must be an RFC 6901 pointer ("" or /a/b)');

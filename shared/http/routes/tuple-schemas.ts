@@ -20,7 +20,9 @@ export const TupleQuery = z.object({
   sinceSeq: queryInt({
     min: 1,
     description: 'The seq of the state the caller holds (with sinceDigest)',
-  }).optional(),
+  })
+    .optional()
+    .openapi({ example: 2 }),
   sinceDigest: Hex64.optional().openapi({
     description: 'The state digest the caller holds at sinceSeq',
     example: EXAMPLE_DIGEST,
@@ -35,7 +37,7 @@ export const TupleResult = z
     head: z.object({ seq: Seq, hash: Hex64 }).openapi({
       description: 'The chain head this was read at (its seq and hash)',
     }),
-    checkpoint: CheckpointLabel.nullable().openapi({
+    checkpoint: z.union([CheckpointLabel, z.null()]).openapi({
       description: 'The checkpoint at that seq; null when the state there is not labelled',
     }),
     answer: z.enum(['unchanged', 'deltas', 'state']).openapi({
@@ -75,8 +77,9 @@ export const HistoryQuery = z.object({
   }),
   channel: z
     .union([z.string().max(256), z.array(z.string().max(256)).max(MAX_HISTORY_CHANNELS)])
+    .optional()
     .openapi({
-      description: `A channel to walk for (repeatable, at most ${MAX_HISTORY_CHANNELS})`,
+      description: `A channel to walk for (repeatable, at most ${MAX_HISTORY_CHANNELS}; none: an empty answer)`,
       example: 'messages',
     }),
   seedAt: z

@@ -104,7 +104,7 @@ export const tupleRoutes = ({ ledger, keys }: TupleRoutesDeps) => {
       tenant: principalOf(c).tenant,
       stream: streamId,
       label,
-      channels: typeof channel === 'string' ? [channel] : channel,
+      channels: typeof channel === 'string' ? [channel] : (channel ?? []),
       seedAt,
       memory: c.get('memory'),
     });
