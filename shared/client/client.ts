@@ -28,7 +28,9 @@ import {
   type ChannelHistory,
   type CheckpointTuple,
   type HeldState,
+  pageStates,
   type TupleBody,
+  type TuplePage,
   tupleState,
 } from './tuples.js';
 import type {
@@ -657,6 +659,43 @@ export class HefestoClient {
       path,
     );
     return body.channels;
+  }
+
+  /**
+   * A page of the checkpoint list (newest first, as {@link listCheckpoints}) with each
+   * checkpoint's pending writes and state, in one request: the server sends the oldest state
+   * whole and each newer one as the deltas since the one before it. `beforeLabel`: below that
+   * checkpoint. With `verify`, each state is checked as {@link getState} checks it.
+   *
+   * @example
+   * ```ts
+   * const { tuples, next } = await client.listCheckpointTuples('run-1', { limit: 10 });
+   * for (const t of tuples) console.log(t.checkpoint.label, t.state, t.writes.length);
+   * ```
+   */
+  async listCheckpointTuples(
+    streamId: string,
+    options: {
+      before?: number;
+      beforeLabel?: string;
+      limit?: number;
+      meta?: Record<string, Json>;
+    } = {},
+  ): Promise<TuplePage> {
+    const query: Record<string, string | number | undefined> = {
+      before: options.before,
+      beforeLabel: options.beforeLabel,
+      limit: options.limit,
+    };
+    for (const [k, v] of Object.entries(options.meta ?? {})) query[`meta.${k}`] = JSON.stringify(v);
+    const path = `/v1/streams/${enc(streamId)}/tuples`;
+    const page = pageStates((await this.#http.call<never>('GET', path, { query })).body);
+    if (this.#verify) {
+      for (const t of page.tuples) {
+        await this.#checkState(streamId, { ...t, digestVersion: page.digestVersion });
+      }
+    }
+    return page;
   }
 
   /** `verify`: the state hashes to its digest, the one its (proven) event records. */

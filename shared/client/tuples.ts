@@ -1,5 +1,5 @@
 import { applyOps, type DeltaOp, type JsonObject } from '../domain/state.js';
-import type { CheckpointLabel, PendingWrite } from './checkpoint-types.js';
+import type { CheckpointLabel, CheckpointList, PendingWrite } from './checkpoint-types.js';
 import { ClientVerificationError } from './errors.js';
 import type { Json, StateResult } from './types.js';
 
@@ -105,4 +105,65 @@ export const tupleState = (body: TupleBody, held: HeldState | undefined): Checkp
   }
   if (at !== body.seq) throw new ClientVerificationError(body.seq, 'the deltas stop short');
   return { ...rest, state: held.state };
+};
+
+/**
+ * A page of checkpoints with their states and pending writes, newest first, as
+ * {@link HefestoClient.listCheckpointTuples} answers it (each state its own object).
+ *
+ * @example
+ * ```ts
+ * const { tuples, next }: TuplePage = await client.listCheckpointTuples('run-1', { limit: 10 });
+ * ```
+ */
+export interface TuplePage {
+  digestVersion: 1 | 2;
+  tuples: Array<{
+    checkpoint: CheckpointList['checkpoints'][number];
+    seq: number;
+    stateDigest: string;
+    writes: PendingWrite[];
+    state: { [key: string]: Json };
+  }>;
+  /** Pass as `before` to read on; null at the end. */
+  next: number | null;
+}
+
+/** The body of `GET .../tuples`: states whole, or deltas from the older tuple after them. */
+type TuplePageBody = Omit<TuplePage, 'tuples'> & {
+  tuples: Array<
+    Omit<TuplePage['tuples'][number], 'state'> & {
+      state?: TuplePage['tuples'][number]['state'];
+      deltas?: Array<{ seq: number; ops: DeltaOp[] }>;
+    }
+  >;
+};
+
+/**
+ * A page's states, oldest first: each one sent whole, or the older one's copied and its
+ * deltas applied; one that does not fit is a ClientVerificationError.
+ *
+ * @example
+ * ```ts
+ * const page = pageStates(await (await fetch(`${baseUrl}/v1/streams/run-1/tuples`)).json());
+ * ```
+ */
+export const pageStates = (body: TuplePageBody): TuplePage => {
+  const tuples: TuplePage['tuples'] = [];
+  let older: TuplePage['tuples'][number] | undefined;
+  for (let i = body.tuples.length - 1; i >= 0; i--) {
+    const { deltas, state, ...rest } = body.tuples[i] as TuplePageBody['tuples'][number];
+    let made = state;
+    if (made === undefined) {
+      if (!older) throw new ClientVerificationError(rest.seq, 'deltas, but no state before them');
+      made = tupleState({ ...rest, answer: 'deltas', deltas } as unknown as TupleBody, {
+        seq: older.seq,
+        stateDigest: older.stateDigest,
+        state: structuredClone(older.state),
+      }).state;
+    }
+    older = { ...rest, state: made };
+    tuples.push(older);
+  }
+  return { digestVersion: body.digestVersion, tuples: tuples.reverse(), next: body.next };
 };

@@ -1,6 +1,11 @@
 import type { Reader } from '../chain/reader.js';
 import { eventsIn, setsState } from '../chain/state-binding.js';
-import type { CheckpointLabels, LabelRecord } from '../commit/labels.js';
+import type {
+  CheckpointEntry,
+  CheckpointLabels,
+  LabelRecord,
+  ListCheckpointsOptions,
+} from '../commit/labels.js';
 import { NotFoundError, PrunedError } from '../domain/errors.js';
 import type { LedgerEvent } from '../domain/event.js';
 import { DELTA_EVENT, type DeltaOp, type DeltaPayload, type JsonObject } from '../domain/state.js';
@@ -58,6 +63,26 @@ export interface TupleAnswer {
   /** The checkpoint's pending writes (none without a checkpoint). */
   writes: PendingWrite[];
 }
+
+/** One checkpoint of a page: its state whole, or the deltas from the older one before it. */
+export interface PageTuple {
+  checkpoint: CheckpointEntry;
+  seq: number;
+  stateDigest: string;
+  writes: PendingWrite[];
+  state?: JsonObject;
+  deltas?: TupleDelta[];
+}
+
+export interface TuplePage {
+  digestVersion: DigestVersion;
+  /** Newest first; the oldest has its state whole. */
+  tuples: PageTuple[];
+  next?: number;
+}
+
+/** Events a page reads at most to answer its checkpoints as deltas of one another. */
+const MAX_PAGE_EVENTS = 1000;
 
 const payloadOf = (event: LedgerEvent) => event.payload as Partial<DeltaPayload> | null;
 
@@ -132,5 +157,66 @@ export class TupleReader {
     if (seq === 0) return { ...base, answer: 'state', state: {} };
     const hydrated = await states.hydrate(tenant, stream, seq, { memory: req.memory });
     return { ...base, stateDigest: hydrated.stateDigest, answer: 'state', state: hydrated.state };
+  }
+
+  /**
+   * A page of the checkpoint list (labels.list: newest first, checked complete against the
+   * chain) with each checkpoint's writes and state: the oldest's whole, each newer one as the
+   * deltas from the one before it when it is on the same line (else whole too), so a page of a
+   * long thread sends one state and the few ops each step added.
+   */
+  async page(
+    tenant: string,
+    stream: string,
+    options: ListCheckpointsOptions & { beforeLabel?: string; memory?: MemoryAccount },
+  ): Promise<TuplePage> {
+    const { reader, states, labels, pendingWrites } = this.deps;
+    const head = await reader.head(tenant, stream);
+    const before =
+      options.beforeLabel === undefined
+        ? options.before
+        : (await labels.get(tenant, stream, options.beforeLabel)).seq;
+    const listed = await labels.list(tenant, stream, { ...options, before });
+    const entries = listed.checkpoints;
+    const version = digestVersionOf(head);
+    const out: TuplePage = {
+      digestVersion: version,
+      tuples: [],
+      ...(listed.next === undefined ? {} : { next: listed.next }),
+    };
+    if (entries.length === 0) return out;
+    const low = (entries.at(-1) as CheckpointEntry).seq;
+    const high = (entries[0] as CheckpointEntry).seq;
+    // The events the page spans, to answer deltas; a page spread too far reads its own events.
+    const contiguous = high - low < MAX_PAGE_EVENTS;
+    const events = contiguous
+      ? await eventsIn(reader, tenant, stream, low, high)
+      : (
+          await Promise.all(entries.map((e) => eventsIn(reader, tenant, stream, e.seq, e.seq)))
+        ).flat();
+    const bySeq = new Map(events.map((e) => [e.seq, e]));
+    const writes = await Promise.all(
+      entries.map((e) => pendingWrites.list(tenant, stream, e.label)),
+    );
+    const tuples: PageTuple[] = [];
+    // Oldest first: each one's deltas are from the one before it.
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const entry = entries[i] as CheckpointEntry;
+      const event = bySeq.get(entry.seq);
+      const stateDigest = String(event && payloadOf(event)?.stateDigest);
+      const older = tuples.at(-1);
+      const range =
+        older && contiguous ? events.filter((e) => e.seq > older.seq && e.seq <= entry.seq) : [];
+      const deltas = older && range.length > 0 ? deltasAfter(range, older.seq) : undefined;
+      const base = { checkpoint: entry, seq: entry.seq, stateDigest, writes: writes[i] ?? [] };
+      if (deltas && deltas.at(-1)?.seq === entry.seq && deltas.length <= MAX_DELTAS) {
+        tuples.push({ ...base, deltas });
+        continue;
+      }
+      const hydrated = await states.hydrate(tenant, stream, entry.seq, { memory: options.memory });
+      tuples.push({ ...base, stateDigest: hydrated.stateDigest, state: hydrated.state });
+    }
+    out.tuples = tuples.reverse();
+    return out;
   }
 }

@@ -44,6 +44,7 @@ const SCENARIOS: Record<string, Step[]> = {
     { op: 'POST /v1/streams/{streamId}/checkpoints/{label}/writes' },
     { op: 'GET /v1/streams/{streamId}/tuple' },
     { op: 'GET /v1/streams/{streamId}/history' },
+    { op: 'GET /v1/streams/{streamId}/tuples' },
     { op: 'POST /v1/streams/{streamId}/fork' },
     { op: 'PUT /v1/streams/{streamId}/retention' },
   ],

@@ -127,4 +127,25 @@ describe.each(STORE_FACTORIES)('saver requests per call on $name', (factory) => 
       );
     }
   });
+
+  it('lists a page of a thread in one request, the same tuples getTuple reads', async () => {
+    const saver = fresh();
+    await chain(saver, 14);
+    await saver.putWrites(at('id-12'), [['messages', 'w']], 'task-1');
+    const page = async (options: Parameters<HefestoSaver['list']>[1]) => {
+      const out = [];
+      for await (const t of fresh().list(thread, options)) out.push(t);
+      return out;
+    };
+    let tuples: Awaited<ReturnType<typeof page>> = [];
+    expect(await sentBy(async () => (tuples = await page({ limit: 10 })))).toEqual(['GET tuples']);
+    expect(tuples.map((t) => t.checkpoint.id)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `id-${String(13 - i).padStart(2, '0')}`),
+    );
+    for (const t of tuples) expect(t).toEqual(await fresh().getTuple(t.config));
+    expect(
+      await sentBy(async () => (tuples = await page({ limit: 3, before: at('id-05') }))),
+    ).toEqual(['GET tuples']);
+    expect(tuples.map((t) => t.checkpoint.id)).toEqual(['id-04', 'id-03', 'id-02']);
+  });
 });

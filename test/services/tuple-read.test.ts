@@ -148,4 +148,32 @@ describe.each(allStores.filter((f) => f.enabled))('conditional tuple reads on $n
     expect(b.state).toEqual({ who: 'b' });
     expect((await read(undefined, undefined, 'tenant-a')).state).toEqual({ who: 'a' });
   });
+
+  it('pages checkpoints with one state whole and each newer one as deltas; refuses a tampered one', async () => {
+    await cp('c1', [set('/messages', ['a'])]);
+    await cp('c2', [set('/messages/-', 'b')], { parentLabel: 'c1' });
+    const c3 = await cp('c3', [set('/messages/-', 'c')], { parentLabel: 'c2' });
+    await cp('c4', [set('/messages/-', 'x')], { parentLabel: 'c2', baseSeq: 2 });
+
+    const page = await world.ledger.tuples.page(T, S, { limit: 3 });
+
+    expect(page.tuples.map((t) => [t.checkpoint.label, t.state ? 'state' : 'deltas'])).toEqual([
+      ['c4', 'state'], // a branch: not on c3's line
+      ['c3', 'deltas'],
+      ['c2', 'state'],
+    ]);
+    const c3State = structuredClone(page.tuples[2]?.state as JsonObject);
+    for (const d of page.tuples[1]?.deltas ?? []) applyOps(c3State, d.ops);
+    expect(digestV2(c3State)).toBe(c3.stateDigest);
+    expect(page.next).toBe(2);
+
+    await stores.tamper(segmentKey(T, S, 3), (b) => {
+      b[b.length - 40] = (b[b.length - 40] ?? 0) ^ 1;
+      return b;
+    });
+    world = compactionWorld(stores, { snapshotEvery: 3 });
+    await expect(world.ledger.tuples.page(T, S, { limit: 3 })).rejects.toBeInstanceOf(
+      TamperedLedgerError,
+    );
+  });
 });

@@ -522,6 +522,15 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const c = config.configurable ?? {};
     const threadId = c.thread_id as string | undefined;
     const ns = c.checkpoint_ns as string | undefined;
+    if (threadId !== undefined && ns !== undefined) {
+      const pages = this.#pages(threadId, ns, options);
+      const first = await pages.next();
+      if (first.value !== undefined) {
+        yield* first.value;
+        for await (const page of pages) yield* page;
+        return;
+      }
+    }
     let streams =
       threadId !== undefined && ns !== undefined
         ? [streamIdOf(this.prefix, threadId, ns)]
@@ -579,6 +588,59 @@ export class HefestoSaver extends BaseCheckpointSaver {
         };
       }
       yield tuple;
+    }
+  }
+
+  /**
+   * One thread's list from `GET .../tuples`, a page (up to 100 tuples, states and writes) per
+   * request. The server pages by seq, the list's order is by checkpoint id: they agree for the
+   * ids LangGraph makes (uuid6, in time order). Where the first page shows they do not (ids out
+   * of order), or `before` is not in the thread, it ends without a page and the list is read
+   * entry by entry as before; a later page is yielded in seq order.
+   */
+  async *#pages(
+    threadId: string,
+    ns: string,
+    options: CheckpointListOptions,
+  ): AsyncGenerator<CheckpointTuple[], void> {
+    const stream = streamIdOf(this.prefix, threadId, ns);
+    const before = options.before?.configurable?.checkpoint_id as string | undefined;
+    const meta: Record<string, Json> = {};
+    for (const [k, v] of Object.entries(options.filter ?? {}))
+      if (v !== undefined) meta[k] = v as Json;
+    const ids = { threadId, ns, stream };
+    let cursor: number | undefined;
+    let last = before;
+    let left = options.limit ?? Number.POSITIVE_INFINITY;
+    for (let first = true; left > 0; first = false) {
+      let page: Awaited<ReturnType<HefestoClient['listCheckpointTuples']>>;
+      try {
+        page = await this.client.listCheckpointTuples(stream, {
+          ...(cursor !== undefined
+            ? { before: cursor }
+            : before === undefined
+              ? {}
+              : { beforeLabel: labelOf(before) }),
+          limit: Math.min(100, left),
+          meta,
+        });
+      } catch (err) {
+        if (!notFound(err)) throw err;
+        // No such thread: nothing to list; a `before` it does not hold: read as before.
+        if (first && before === undefined) yield [];
+        return;
+      }
+      const out: CheckpointTuple[] = [];
+      for (const t of page.tuples) {
+        const id = checkpointIdOf(t.checkpoint.label);
+        if (first && last !== undefined && !(id < last)) return;
+        last = id;
+        out.push(await this.#tuple(ids, t.checkpoint, t.state as StreamState, t.writes));
+      }
+      left -= out.length;
+      yield out;
+      if (page.next === null) return;
+      cursor = page.next;
     }
   }
 

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
 import { MAX_HISTORY_CHANNELS } from '../../state/delta-history.js';
 import { MAX_DELTAS } from '../../state/tuple-read.js';
-import { queryInt } from '../query-int.js';
-import { CheckpointLabel, Label, PendingWriteList } from './checkpoints-schemas.js';
+import { queryInt, queryIntDefault } from '../query-int.js';
+import { CheckpointLabel, CheckpointList, Label, PendingWriteList } from './checkpoints-schemas.js';
 
 /** Schemas of GET .../tuple and GET .../history (tuple-read.ts, delta-history.ts). */
 
@@ -128,5 +128,64 @@ export const HistoryResult = z
           seed: { label: EXAMPLE_LABEL, seq: 2, value: [] },
         },
       },
+    },
+  });
+
+export const TuplePageQuery = z.object({
+  before: queryInt({
+    min: 1,
+    description: 'Only checkpoints with a seq below this (exclusive): a previous page’s `next`',
+  }).optional(),
+  beforeLabel: Label.optional().openapi({
+    description: 'Only checkpoints below this one (instead of `before`)',
+  }),
+  limit: queryIntDefault({ min: 1, max: 100, default: 10 }),
+});
+
+const Entry = CheckpointList.shape.checkpoints.element;
+
+export const TuplePageResult = z
+  .object({
+    digestVersion: z.union([z.literal(1), z.literal(2)]),
+    tuples: z.array(
+      z.object({
+        checkpoint: Entry,
+        seq: Seq,
+        stateDigest: Hex64,
+        writes: Writes,
+        state: z.record(z.string(), z.unknown()).optional().openapi({
+          description:
+            'The state whole: the oldest of the page, and any not on the line of the one before',
+        }),
+        deltas: z
+          .array(z.object({ seq: Seq, ops: z.array(z.unknown()) }))
+          .optional()
+          .openapi({
+            description: 'The ops that make it of the state of the (older) tuple after it',
+          }),
+      }),
+    ),
+    next: Seq.nullable().openapi({ description: 'Pass as `before` to read on; null at the end' }),
+  })
+  .openapi('TuplePage', {
+    example: {
+      digestVersion: 2,
+      tuples: [
+        {
+          checkpoint: { label: 'c2', seq: 3, parentLabel: EXAMPLE_LABEL },
+          seq: 3,
+          stateDigest: '8e2d4f6a7b5c9d1e0f2a4b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a3f9a1c0b',
+          writes: [],
+          deltas: [{ seq: 3, ops: [{ op: 'set', path: '/turn', value: 2 }] }],
+        },
+        {
+          checkpoint: { label: EXAMPLE_LABEL, seq: 2 },
+          seq: 2,
+          stateDigest: EXAMPLE_DIGEST,
+          writes: [],
+          state: { turn: 1 },
+        },
+      ],
+      next: null,
     },
   });

@@ -7,7 +7,15 @@ import { type AppEnv, principalOf } from '../context.js';
 import { jsonStream } from '../json-stream.js';
 import { errorResponses, READ_ERRORS, VERIFIED_READ_ERRORS } from '../openapi-errors.js';
 import { BEARER_SECURITY, json, StreamParams } from '../schemas.js';
-import { HistoryQuery, HistoryResult, TupleQuery, TupleResult } from './tuple-schemas.js';
+import { metaFilter } from './checkpoints.js';
+import {
+  HistoryQuery,
+  HistoryResult,
+  TuplePageQuery,
+  TuplePageResult,
+  TupleQuery,
+  TupleResult,
+} from './tuple-schemas.js';
 
 export interface TupleRoutesDeps {
   ledger: Ledger;
@@ -109,6 +117,52 @@ export const tupleRoutes = ({ ledger, keys }: TupleRoutesDeps) => {
       memory: c.get('memory'),
     });
     return c.json({ channels }, 200);
+  });
+
+  const page = createRoute({
+    method: 'get',
+    path: '/streams/{streamId}/tuples',
+    summary: 'A page of checkpoints with their states and pending writes',
+    description:
+      'The checkpoint list’s page (newest first, `meta.<key>=<value>` filters as GET ' +
+      '.../checkpoints) with each checkpoint’s pending writes and state: the oldest’s whole, each ' +
+      'newer one as the ops of the deltas from the one after it in the page when it is on its ' +
+      'line (else whole), so a page sends one state. Read and checked as GET .../checkpoints, ' +
+      '.../state and .../writes read them.',
+    security: BEARER_SECURITY,
+    middleware: [read] as const,
+    request: { params: StreamParams, query: TuplePageQuery },
+    responses: {
+      200: json(TuplePageResult, 'The page'),
+      ...errorResponses(
+        READ_ERRORS,
+        VERIFIED_READ_ERRORS,
+        'ErrStreamNotFound',
+        'ErrNotFound',
+        'ErrPruned',
+        'ErrDivergenceDetected',
+      ),
+    },
+  });
+  app.openapi(page, async (c) => {
+    const { streamId } = c.req.valid('param');
+    const { before, beforeLabel, limit } = c.req.valid('query');
+    if (before !== undefined && beforeLabel !== undefined) {
+      throw new InvalidInputError('before and beforeLabel do not go together');
+    }
+    const result = await ledger.tuples.page(principalOf(c).tenant, streamId, {
+      before,
+      beforeLabel,
+      limit,
+      meta: metaFilter(c.req.queries()),
+      memory: c.get('memory'),
+    });
+    const body = { ...result, next: result.next ?? null };
+    const done = c.get('memory')?.retain();
+    const stream = jsonStream(body, ledger.states.chunks.pacer.pause, done);
+    return c.body(stream, 200, { 'Content-Type': 'application/json' }) as unknown as ReturnType<
+      typeof c.json<typeof body, 200>
+    >;
   });
 
   return app;
