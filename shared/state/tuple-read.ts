@@ -129,14 +129,18 @@ export class TupleReader {
     const near =
       since !== undefined && since.seq > floor && since.seq <= seq && seq - since.seq <= MAX_DELTAS;
     const from = near ? since.seq : seq;
-    const events = seq === 0 ? [] : await eventsIn(reader, tenant, stream, from, seq);
-    const own = events.at(-1);
+    // The tip's: on to the head (near), which checking its writes reads too.
+    const to = seq === head.stateSeq && head.seq - seq <= MAX_DELTAS ? head.seq : seq;
+    const events = seq === 0 ? [] : await eventsIn(reader, tenant, stream, from, to);
+    const own = events.find((e) => e.seq === seq);
     if (seq > 0 && (own?.seq !== seq || !setsState(own.type))) {
       throw new NotFoundError(`stream ${stream} has no state at seq ${seq}`);
     }
     const stateDigest = own ? String(payloadOf(own)?.stateDigest) : emptyStateDigest(version);
     const checkpoint = own ? ((await labels.ofEvent(tenant, stream, own)) ?? null) : null;
-    const writes = checkpoint ? await pendingWrites.list(tenant, stream, checkpoint.label) : [];
+    const writes = checkpoint
+      ? await pendingWrites.list(tenant, stream, checkpoint.label, { head, events })
+      : [];
     const base = {
       seq,
       stateDigest,
@@ -151,7 +155,8 @@ export class TupleReader {
     const first = events[0];
     if (near && first?.seq === since.seq && setsState(first.type)) {
       const held = payloadOf(first)?.stateDigest === since.stateDigest;
-      const deltas = held ? deltasAfter(events, since.seq) : undefined;
+      const line = events.filter((e) => e.seq <= seq);
+      const deltas = held ? deltasAfter(line, since.seq) : undefined;
       if (deltas) return { ...base, answer: 'deltas', deltas };
     }
     if (seq === 0) return { ...base, answer: 'state', state: {} };
@@ -196,7 +201,7 @@ export class TupleReader {
         ).flat();
     const bySeq = new Map(events.map((e) => [e.seq, e]));
     const writes = await Promise.all(
-      entries.map((e) => pendingWrites.list(tenant, stream, e.label)),
+      entries.map((e) => pendingWrites.list(tenant, stream, e.label, { head, events })),
     );
     const tuples: PageTuple[] = [];
     // Oldest first: each one's deltas are from the one before it.
