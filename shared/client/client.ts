@@ -383,10 +383,15 @@ export class HefestoClient {
   ): Promise<CheckpointResult & { replayed: boolean }> {
     await this.#beforeFirstWrite(streamId);
     const path = `/v1/streams/${enc(streamId)}/checkpoints`;
+    // Keyless (see WriteOptions): still repeatable, the label making a retry harmless.
+    const keyless =
+      options.idempotencyKey === null && 'label' in delta && delta.label !== undefined;
     const res = await this.#inLife(streamId, options, (incarnation) =>
       this.#http.call<CheckpointResult>('POST', path, {
         body: delta,
-        idempotencyKey: options.idempotencyKey ?? this.#newKey(),
+        ...(keyless
+          ? { repeatable: true }
+          : { idempotencyKey: options.idempotencyKey ?? this.#newKey() }),
         fence: this.#fences.get(streamId),
         incarnation,
       }),

@@ -148,4 +148,45 @@ describe.each(STORE_FACTORIES)('saver requests per call on $name', (factory) => 
     ).toEqual(['GET tuples']);
     expect(tuples.map((t) => t.checkpoint.id)).toEqual(['id-04', 'id-03', 'id-02']);
   });
+
+  it('keeps no idempotency record per put; a put whose reply was lost is retried and lands once', async () => {
+    let dropped = 0;
+    const losing = (async (input: string | URL | Request, init?: RequestInit) => {
+      const res = await counting(input, init);
+      // The checkpoint is committed, its reply lost on the way back (once).
+      if (init?.method === 'POST' && String(input).endsWith('/checkpoints') && dropped++ === 1) {
+        throw new TypeError('fetch failed');
+      }
+      return res;
+    }) as typeof fetch;
+    const saver = new HefestoSaver({
+      client: new HefestoClient({
+        baseUrl: 'http://in-process',
+        apiKey: ROOT_KEY,
+        fetch: losing,
+        retry: { baseDelayMs: 1 },
+      }),
+      prefix: 'rq',
+    });
+    const config = await chain(saver, 3);
+    expect(dropped).toBe(4); // three puts and the retry of the second
+    await saver.put(config, ckpt('id-03', 4), meta, { messages: 4 });
+
+    const pk = 't#default#s#rq.t.';
+    const items = (await h.records.query(pk, { limit: 1000 })).items.map((i) => String(i.sk));
+    expect(items.filter((sk) => sk.startsWith('ikey#'))).toEqual([]);
+    expect(items.filter((sk) => sk.startsWith('label#')).sort()).toEqual(
+      ['id-00', 'id-01', 'id-02', 'id-03'].map((id) => `label#${id}`),
+    );
+    const { events } = await h.ledger.reader.readEvents('default', 'rq.t.', {});
+    expect(events.map((e) => (e.payload as { label?: string }).label)).toEqual([
+      'id-00',
+      'id-01',
+      'id-02',
+      'id-03',
+    ]);
+    expect((await fresh().getTuple(thread))?.parentConfig?.configurable?.checkpoint_id).toBe(
+      'id-02',
+    );
+  });
 });

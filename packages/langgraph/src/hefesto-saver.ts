@@ -64,6 +64,12 @@ type Encoded = { j: Json } | { t: string; b: string } | { r: ValueRef };
 
 /** Where the state holds the channel values (a history's seeds are read there). */
 const VALUES = '/values';
+/**
+ * Puts send no Idempotency-Key: the checkpoint's label is unique in its stream, so a retry of
+ * one that landed is ErrLabelExists (taken as landed, below), and the server keeps no
+ * idempotency record per checkpoint (~300 B each for a day, and a read per put).
+ */
+const KEYLESS = { idempotencyKey: null };
 /** Channels one history request asks for at most (the server's limit). */
 const HISTORY_CHANNELS = 64;
 
@@ -421,14 +427,18 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const meta = JSON.parse(new TextDecoder().decode(metaBytes)) as Json;
     try {
-      const res = await this.client.checkpoint(ids.stream, {
-        ops: ops.length > 0 ? ops : [{ op: 'set', path: '/ckpt', value: next.ckpt as Json }],
-        baseDigest: base.stateDigest,
-        label,
-        meta,
-        ...(base.label === null ? {} : { parentLabel: base.label }),
-        ...(base.linear ? {} : { baseSeq: base.seq }),
-      });
+      const res = await this.client.checkpoint(
+        ids.stream,
+        {
+          ops: ops.length > 0 ? ops : [{ op: 'set', path: '/ckpt', value: next.ckpt as Json }],
+          baseDigest: base.stateDigest,
+          label,
+          meta,
+          ...(base.label === null ? {} : { parentLabel: base.label }),
+          ...(base.linear ? {} : { baseSeq: base.seq }),
+        },
+        KEYLESS,
+      );
       this.#tips.set(ids.stream, {
         label,
         seq: res.seq,
