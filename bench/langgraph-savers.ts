@@ -153,6 +153,9 @@ const compactAll = async (url: string) => {
 /** What the HTTP saver's path is measured against, printed beside its budgets. */
 interface PathFigures {
   healthz: number[];
+  /** The saver's own requests (getTuple's GET .../tuple, put's POST .../checkpoints), timed. */
+  tupleRequests: number[];
+  putRequests: number[];
   history: Array<{ checkpoints: number; p50: number; requests: number; walk?: number }>;
 }
 
@@ -163,7 +166,10 @@ interface PathFigures {
  * length, so every history walks the whole thread: the depth the budget is about), timed and
  * its requests counted, against the base class's walk (one getTuple per ancestor).
  */
-const pathFigures = async (url: string): Promise<PathFigures> => {
+const pathFigures = async (
+  url: string,
+  timed: Pick<PathFigures, 'tupleRequests' | 'putRequests'>,
+): Promise<PathFigures> => {
   const healthz: number[] = [];
   for (let i = 0; i < 201; i++) {
     const t = now();
@@ -218,7 +224,28 @@ const pathFigures = async (url: string): Promise<PathFigures> => {
     }
     history.push({ checkpoints: puts, p50: q(times, 0.5), requests: perCall, walk: q(walks, 0.5) });
   }
-  return { healthz, history };
+  return { healthz, history, ...timed };
+};
+
+/** Times the client requests under the saver's getTuple and put (the rest is the saver's). */
+const timeRequests = (client: HefestoClient) => {
+  const tupleRequests: number[] = [];
+  const putRequests: number[] = [];
+  const get = client.getCheckpointTuple.bind(client);
+  const put = client.checkpoint.bind(client);
+  client.getCheckpointTuple = async (...args) => {
+    const t = now();
+    const r = await get(...args);
+    tupleRequests.push(now() - t);
+    return r;
+  };
+  client.checkpoint = async (...args) => {
+    const t = now();
+    const r = await put(...args);
+    putRequests.push(now() - t);
+    return r;
+  };
+  return { tupleRequests, putRequests };
 };
 
 const hefesto = async (
@@ -236,8 +263,9 @@ const hefesto = async (
   });
   try {
     const saver = new HefestoSaver({ baseUrl: server.url, apiKey: ROOT });
+    const requests = timeRequests(saver.client);
     const row = await workload(name, saver);
-    const path = measurePath ? await pathFigures(server.url) : undefined;
+    const path = measurePath ? await pathFigures(server.url, requests) : undefined;
     await compactAll(server.url);
     // Measured after a clean stop: SQLite folds its WAL into the database file on close.
     server.child.kill('SIGTERM');
@@ -309,6 +337,22 @@ const printPathBudgets = (r: Row & { path?: PathFigures }) => {
       verdict: verdictOf(put <= 4 * healthz),
     },
   ];
+  const tupleRequest = q(r.path.tupleRequests, 0.5);
+  const putRequest = q(r.path.putRequests, 0.5);
+  rows.push(
+    {
+      figure: '  of which getTuple’s request (GET .../tuple) p50',
+      value: `${fmt(tupleRequest)} = ${(tupleRequest / healthz).toFixed(2)}x healthz (the rest: the saver decoding the channels)`,
+      budget: '',
+      verdict: '',
+    },
+    {
+      figure: '  of which put’s request (POST .../checkpoints) p50',
+      value: `${fmt(putRequest)} = ${(putRequest / healthz).toFixed(2)}x healthz (the rest: the saver encoding and diffing)`,
+      budget: '',
+      verdict: '',
+    },
+  );
   for (const h of r.path.history) {
     rows.push({
       figure: `getDeltaChannelHistory p50, ${h.checkpoints} checkpoints deep`,
