@@ -162,7 +162,7 @@ interface PathFigures {
 /**
  * The issue's budgets for the saver over HTTP: a GET /healthz round trip from the same
  * process and fetch (the floor every request pays), and getDeltaChannelHistory on threads of
- * 50 and 500 checkpoints of a DeltaChannel messages graph (snapshotFrequency past the thread's
+ * 50 and 500 checkpoints (on a server of their own) of a DeltaChannel messages graph (snapshotFrequency past the thread's
  * length, so every history walks the whole thread: the depth the budget is about), timed and
  * its requests counted, against the base class's walk (one getTuple per ancestor).
  */
@@ -183,46 +183,60 @@ const pathFigures = async (
     return fetch(input, init);
   }) as typeof fetch;
   const history: PathFigures['history'] = [];
-  for (const checkpoints of [50, 500]) {
-    const saver = new HefestoSaver({
-      client: new HefestoClient({ baseUrl: url, apiKey: ROOT, fetch: counting }),
-      prefix: `hist${checkpoints}`,
-    });
-    const State = Annotation.Root({
-      messages: new DeltaChannel(messagesDeltaReducer, { snapshotFrequency: 1_000_000 }) as never,
-    });
-    const graph = new StateGraph(State as typeof MessagesAnnotation)
-      .addNode('model', (s) => ({ messages: [new AIMessage(text('model', s.messages.length))] }))
-      .addEdge(START, 'model')
-      .addEdge('model', END)
-      .compile({ checkpointer: saver });
-    const thread = { configurable: { thread_id: 'h', checkpoint_ns: '' } };
-    let puts = 0;
-    const put = saver.put.bind(saver);
-    saver.put = (...args) => {
-      puts++;
-      return put(...args);
-    };
-    for (let i = 0; puts < checkpoints; i++) {
-      await graph.invoke({ messages: [new HumanMessage(text('human', i))] }, thread);
+  // The history threads on a server of their own: not counted in the workload's bytes.
+  const dataDir = mkdtempSync(join(tmpdir(), 'hefesto-bench-lg-history-'));
+  const own = await startServer({ HEFESTO_DATA_DIR: dataDir, HEFESTO_API_KEY: ROOT });
+  try {
+    for (const checkpoints of [50, 500]) {
+      const saver = new HefestoSaver({
+        client: new HefestoClient({ baseUrl: own.url, apiKey: ROOT, fetch: counting }),
+        prefix: `hist${checkpoints}`,
+      });
+      const State = Annotation.Root({
+        messages: new DeltaChannel(messagesDeltaReducer, { snapshotFrequency: 1_000_000 }) as never,
+      });
+      const graph = new StateGraph(State as typeof MessagesAnnotation)
+        .addNode('model', (s) => ({ messages: [new AIMessage(text('model', s.messages.length))] }))
+        .addEdge(START, 'model')
+        .addEdge('model', END)
+        .compile({ checkpointer: saver });
+      const thread = { configurable: { thread_id: 'h', checkpoint_ns: '' } };
+      let puts = 0;
+      const put = saver.put.bind(saver);
+      saver.put = (...args) => {
+        puts++;
+        return put(...args);
+      };
+      for (let i = 0; puts < checkpoints; i++) {
+        await graph.invoke({ messages: [new HumanMessage(text('human', i))] }, thread);
+      }
+      const call = { config: thread, channels: ['messages'] };
+      const times: number[] = [];
+      let perCall = 0;
+      for (let i = 0; i < 21; i++) {
+        const before = requests;
+        const t = now();
+        await saver.getDeltaChannelHistory(call);
+        times.push(now() - t);
+        perCall = requests - before;
+      }
+      const walks: number[] = [];
+      for (let i = 0; i < (checkpoints >= 500 ? 3 : 5); i++) {
+        const t = now();
+        await BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(saver, call);
+        walks.push(now() - t);
+      }
+      history.push({
+        checkpoints: puts,
+        p50: q(times, 0.5),
+        requests: perCall,
+        walk: q(walks, 0.5),
+      });
     }
-    const call = { config: thread, channels: ['messages'] };
-    const times: number[] = [];
-    let perCall = 0;
-    for (let i = 0; i < 21; i++) {
-      const before = requests;
-      const t = now();
-      await saver.getDeltaChannelHistory(call);
-      times.push(now() - t);
-      perCall = requests - before;
-    }
-    const walks: number[] = [];
-    for (let i = 0; i < (checkpoints >= 500 ? 3 : 5); i++) {
-      const t = now();
-      await BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(saver, call);
-      walks.push(now() - t);
-    }
-    history.push({ checkpoints: puts, p50: q(times, 0.5), requests: perCall, walk: q(walks, 0.5) });
+  } finally {
+    own.child.kill('SIGKILL');
+    await own.exited;
+    rmSync(dataDir, { recursive: true, force: true });
   }
   return { healthz, history, ...timed };
 };
