@@ -162,9 +162,10 @@ interface PathFigures {
 /**
  * The issue's budgets for the saver over HTTP: a GET /healthz round trip from the same
  * process and fetch (the floor every request pays), and getDeltaChannelHistory on threads of
- * 50 and 500 checkpoints (on a server of their own) of a DeltaChannel messages graph (snapshotFrequency past the thread's
- * length, so every history walks the whole thread: the depth the budget is about), timed and
- * its requests counted, against the base class's walk (one getTuple per ancestor).
+ * 50 and 500 checkpoints of a DeltaChannel messages graph (on a server of their own, so the
+ * workload's bytes stay its own; snapshotFrequency past the thread's length, so every history
+ * walks the whole thread: the depth the budget is about), timed and its requests counted,
+ * against the base class's walk (one getTuple per ancestor).
  */
 const pathFigures = async (
   url: string,
