@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HefestoClient } from '../../packages/client/src/index.js';
+import { ClientVerificationError, HefestoClient } from '../../packages/client/src/index.js';
 import { HefestoSaver } from '../../packages/langgraph/src/index.js';
 import { createHarness, type Harness, ROOT_KEY, STORE_FACTORIES } from '../http/harness.js';
 
@@ -188,5 +188,46 @@ describe.each(STORE_FACTORIES)('saver requests per call on $name', (factory) => 
     expect((await fresh().getTuple(thread))?.parentConfig?.configurable?.checkpoint_id).toBe(
       'id-02',
     );
+  });
+
+  it('verify: checks a conditional answer’s state against its digest, and refuses a forged delta', async () => {
+    let forge = false;
+    const forging = (async (input: string | URL | Request, init?: RequestInit) => {
+      const res = await counting(input, init);
+      if (!forge || !String(input).includes('/tuple')) return res;
+      const body = (await res.json()) as { deltas?: Array<{ ops: Array<{ value?: unknown }> }> };
+      const op = body.deltas?.[0]?.ops[0];
+      if (op) op.value = 'forged';
+      return new Response(JSON.stringify(body), { status: 200, headers: res.headers });
+    }) as typeof fetch;
+    const client = new HefestoClient({
+      baseUrl: 'http://in-process',
+      apiKey: ROOT_KEY,
+      fetch: forging,
+      verify: true,
+    });
+    const writer = fresh();
+    await chain(writer, 2);
+    const cold = await client.getCheckpointTuple('rq.t.');
+    const held = {
+      seq: cold.seq,
+      stateDigest: cold.stateDigest,
+      state: structuredClone(cold.state),
+    };
+    expect((await client.getCheckpointTuple('rq.t.', { since: held })).answer).toBe('unchanged');
+    await writer.put(at('id-01'), ckpt('id-02', 3), meta, { messages: 3 });
+    const moved = await client.getCheckpointTuple('rq.t.', {
+      since: { ...held, state: structuredClone(held.state) },
+    });
+    expect(moved.answer).toBe('deltas');
+    expect(moved.checkpoint?.label).toBe('id-02');
+
+    await writer.put(at('id-02'), ckpt('id-03', 4), meta, { messages: 4 });
+    forge = true;
+    await expect(
+      client.getCheckpointTuple('rq.t.', {
+        since: { seq: moved.seq, stateDigest: moved.stateDigest, state: moved.state },
+      }),
+    ).rejects.toBeInstanceOf(ClientVerificationError);
   });
 });
