@@ -5,7 +5,7 @@ import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import {
   Annotation,
-  type BaseCheckpointSaver,
+  BaseCheckpointSaver,
   DeltaChannel,
   END,
   MemorySaver,
@@ -15,6 +15,7 @@ import {
   StateGraph,
 } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { HefestoClient } from '../packages/client/src/index.js';
 import { HefestoSaver } from '../packages/langgraph/src/index.js';
 import { startServer } from '../scripts/lib/server-process.js';
 import { fmt, printTable } from './harness.js';
@@ -149,7 +150,124 @@ const compactAll = async (url: string) => {
   }
 };
 
-const hefesto = async (name: string, env: Record<string, string>) => {
+/** What the HTTP saver's path is measured against, printed beside its budgets. */
+interface PathFigures {
+  healthz: number[];
+  /** The saver's own requests (getTuple's GET .../tuple, put's POST .../checkpoints), timed. */
+  tupleRequests: number[];
+  putRequests: number[];
+  history: Array<{ checkpoints: number; p50: number; requests: number; walk?: number }>;
+}
+
+/**
+ * The issue's budgets for the saver over HTTP: a GET /healthz round trip from the same
+ * process and fetch (the floor every request pays), and getDeltaChannelHistory on threads of
+ * 50 and 500 checkpoints of a DeltaChannel messages graph (on a server of their own, so the
+ * workload's bytes stay its own; snapshotFrequency past the thread's length, so every history
+ * walks the whole thread: the depth the budget is about), timed and its requests counted,
+ * against the base class's walk (one getTuple per ancestor).
+ */
+const pathFigures = async (
+  url: string,
+  timed: Pick<PathFigures, 'tupleRequests' | 'putRequests'>,
+): Promise<PathFigures> => {
+  const healthz: number[] = [];
+  for (let i = 0; i < 201; i++) {
+    const t = now();
+    const res = await fetch(`${url}/healthz`);
+    await res.arrayBuffer();
+    healthz.push(now() - t);
+  }
+  let requests = 0;
+  const counting = ((input: string | URL | Request, init?: RequestInit) => {
+    requests++;
+    return fetch(input, init);
+  }) as typeof fetch;
+  const history: PathFigures['history'] = [];
+  // The history threads on a server of their own: not counted in the workload's bytes.
+  const dataDir = mkdtempSync(join(tmpdir(), 'hefesto-bench-lg-history-'));
+  const own = await startServer({ HEFESTO_DATA_DIR: dataDir, HEFESTO_API_KEY: ROOT });
+  try {
+    for (const checkpoints of [50, 500]) {
+      const saver = new HefestoSaver({
+        client: new HefestoClient({ baseUrl: own.url, apiKey: ROOT, fetch: counting }),
+        prefix: `hist${checkpoints}`,
+      });
+      const State = Annotation.Root({
+        messages: new DeltaChannel(messagesDeltaReducer, { snapshotFrequency: 1_000_000 }) as never,
+      });
+      const graph = new StateGraph(State as typeof MessagesAnnotation)
+        .addNode('model', (s) => ({ messages: [new AIMessage(text('model', s.messages.length))] }))
+        .addEdge(START, 'model')
+        .addEdge('model', END)
+        .compile({ checkpointer: saver });
+      const thread = { configurable: { thread_id: 'h', checkpoint_ns: '' } };
+      let puts = 0;
+      const put = saver.put.bind(saver);
+      saver.put = (...args) => {
+        puts++;
+        return put(...args);
+      };
+      for (let i = 0; puts < checkpoints; i++) {
+        await graph.invoke({ messages: [new HumanMessage(text('human', i))] }, thread);
+      }
+      const call = { config: thread, channels: ['messages'] };
+      const times: number[] = [];
+      let perCall = 0;
+      for (let i = 0; i < 21; i++) {
+        const before = requests;
+        const t = now();
+        await saver.getDeltaChannelHistory(call);
+        times.push(now() - t);
+        perCall = requests - before;
+      }
+      const walks: number[] = [];
+      for (let i = 0; i < (checkpoints >= 500 ? 3 : 5); i++) {
+        const t = now();
+        await BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(saver, call);
+        walks.push(now() - t);
+      }
+      history.push({
+        checkpoints: puts,
+        p50: q(times, 0.5),
+        requests: perCall,
+        walk: q(walks, 0.5),
+      });
+    }
+  } finally {
+    own.child.kill('SIGKILL');
+    await own.exited;
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return { healthz, history, ...timed };
+};
+
+/** Times the client requests under the saver's getTuple and put (the rest is the saver's). */
+const timeRequests = (client: HefestoClient) => {
+  const tupleRequests: number[] = [];
+  const putRequests: number[] = [];
+  const get = client.getCheckpointTuple.bind(client);
+  const put = client.checkpoint.bind(client);
+  client.getCheckpointTuple = async (...args) => {
+    const t = now();
+    const r = await get(...args);
+    tupleRequests.push(now() - t);
+    return r;
+  };
+  client.checkpoint = async (...args) => {
+    const t = now();
+    const r = await put(...args);
+    putRequests.push(now() - t);
+    return r;
+  };
+  return { tupleRequests, putRequests };
+};
+
+const hefesto = async (
+  name: string,
+  env: Record<string, string>,
+  measurePath = false,
+): Promise<Row & { parts: Map<string, number>; path?: PathFigures }> => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hefesto-bench-lg-'));
   const server = await startServer({
     HEFESTO_DATA_DIR: dataDir,
@@ -160,14 +278,16 @@ const hefesto = async (name: string, env: Record<string, string>) => {
   });
   try {
     const saver = new HefestoSaver({ baseUrl: server.url, apiKey: ROOT });
+    const requests = timeRequests(saver.client);
     const row = await workload(name, saver);
+    const path = measurePath ? await pathFigures(server.url, requests) : undefined;
     await compactAll(server.url);
     // Measured after a clean stop: SQLite folds its WAL into the database file on close.
     server.child.kill('SIGTERM');
     await server.exited;
     const parts = treeBytes(dataDir);
     const bytes = [...parts.values()].reduce((a, b) => a + b, 0);
-    return { ...row, bytes, parts };
+    return { ...row, bytes, parts, ...(path ? { path } : {}) };
   } finally {
     server.child.kill('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
@@ -204,6 +324,70 @@ const memory = async () => {
   return { ...row, bytes };
 };
 
+const verdictOf = (ok: boolean) => (ok ? 'met' : 'NOT met');
+
+/** The saver-path figures beside their budgets (issue 24), ratios within this run. */
+const printPathBudgets = (r: Row & { path?: PathFigures }) => {
+  if (!r.path) return;
+  const healthz = q(r.path.healthz, 0.5);
+  const getTuple = q(r.getTuple, 0.5);
+  const put = q(r.put, 0.5);
+  const rows: Array<Record<string, string>> = [
+    {
+      figure: 'GET /healthz round trip p50 (same process, same fetch)',
+      value: fmt(healthz),
+      budget: '(the floor)',
+      verdict: '',
+    },
+    {
+      figure: 'getTuple p50 (over HTTP, durability: fsync per commit)',
+      value: `${fmt(getTuple)} = ${(getTuple / healthz).toFixed(2)}x healthz`,
+      budget: '<= 3x healthz',
+      verdict: verdictOf(getTuple <= 3 * healthz),
+    },
+    {
+      figure: 'put p50 (over HTTP, durability: fsync per commit)',
+      value: `${fmt(put)} = ${(put / healthz).toFixed(2)}x healthz`,
+      budget: '<= 4x healthz',
+      verdict: verdictOf(put <= 4 * healthz),
+    },
+  ];
+  const tupleRequest = q(r.path.tupleRequests, 0.5);
+  const putRequest = q(r.path.putRequests, 0.5);
+  rows.push(
+    {
+      figure: '  of which getTuple’s request (GET .../tuple) p50',
+      value: `${fmt(tupleRequest)} = ${(tupleRequest / healthz).toFixed(2)}x healthz (the rest: the saver decoding the channels)`,
+      budget: '',
+      verdict: '',
+    },
+    {
+      figure: '  of which put’s request (POST .../checkpoints) p50',
+      value: `${fmt(putRequest)} = ${(putRequest / healthz).toFixed(2)}x healthz (the rest: the saver encoding and diffing)`,
+      budget: '',
+      verdict: '',
+    },
+  );
+  for (const h of r.path.history) {
+    rows.push({
+      figure: `getDeltaChannelHistory p50, ${h.checkpoints} checkpoints deep`,
+      value: `${fmt(h.p50)}, ${h.requests} request(s)`,
+      budget: 'one request',
+      verdict: verdictOf(h.requests === 1),
+    });
+    if (h.walk === undefined) continue;
+    const ratio = h.walk / h.p50;
+    const big = h.checkpoints >= 500;
+    rows.push({
+      figure: `base-class walk (one getTuple per ancestor), ${h.checkpoints} deep`,
+      value: `${fmt(h.walk)}: ${ratio.toFixed(1)}x slower`,
+      budget: big ? '>= 10x slower than the one request' : '(for reference)',
+      verdict: big ? verdictOf(ratio >= 10) : '',
+    });
+  }
+  printTable(`HefestoSaver over HTTP: the saver path's budgets (${r.saver})`, rows);
+};
+
 const summary = (r: Row) =>
   `${r.saver}: ${mib(r.bytes)}, invoke p50 ${fmt(q(r.invoke, 0.5))}, put p50 ${fmt(q(r.put, 0.5))}`;
 
@@ -219,7 +403,7 @@ export const runLangGraphBench = async () => {
     console.error(`[bench langgraph] ${summary(r)}`);
     return r;
   };
-  const k25 = done(await hefesto('HefestoSaver (embedded, K=25 default)', {}));
+  const k25 = done(await hefesto('HefestoSaver (embedded, K=25 default)', {}, true));
   const k = process.env.HEFESTO_BENCH_LG_K;
   const kRun = k
     ? done(await hefesto(`HefestoSaver (embedded, K=${k})`, { HEFESTO_SNAPSHOT_EVERY: k }))
@@ -249,6 +433,7 @@ export const runLangGraphBench = async () => {
       ...(kRun ? { [`K=${k}`]: mib(kRun.parts.get(part) ?? 0) } : {}),
     })),
   );
+  printPathBudgets(k25);
   const budget = delta.bytes / 2;
   const verdict = (r: Row) => `${mib(r.bytes)} ${r.bytes <= budget ? 'met' : 'NOT met'}`;
   console.log(

@@ -92,7 +92,26 @@ export interface WritesClaim {
   head: HeadRecord;
   /** The writes about to be served. */
   writes: Parameters<typeof pendingWritesDigest>[0];
+  /** Verified events the caller read already (consecutive): used where they cover a read. */
+  known?: LedgerEvent[];
 }
+
+/** The verified events [from, to]: from `known` when it holds them all, else read. */
+const eventsOf = (
+  reader: Reader,
+  tenant: string,
+  stream: string,
+  known: LedgerEvent[] | undefined,
+  from: number,
+  to: number,
+): Promise<LedgerEvent[]> => {
+  const first = known?.[0];
+  const last = known?.at(-1);
+  if (known && first && last && first.seq <= from && last.seq >= to) {
+    return Promise.resolve(known.filter((e) => e.seq >= from && e.seq <= to));
+  }
+  return eventsIn(reader, tenant, stream, from, to);
+};
 
 /**
  * Checks the writes a read serves. Costs one event read: the binding event; for the tip its
@@ -112,7 +131,7 @@ export const checkWrites = async (
     if (!Number.isSafeInteger(at) || at <= seq || at > c.head.seq) {
       throw badWrites(seq, c.label, `its label record names no binding event (${writesSeq})`);
     }
-    const [event] = await eventsIn(reader, tenant, stream, at, at);
+    const [event] = await eventsOf(reader, tenant, stream, c.known, at, at);
     const binding = event && bindingOf(event);
     if (binding?.label !== c.label) {
       throw badWrites(seq, c.label, `the event at seq ${at} does not bind them`);
@@ -128,12 +147,12 @@ export const checkWrites = async (
   if (stateSeq > seq) {
     // The checkpoint the tip left: the delta at the head's state (no checkpoint after it up to
     // the head) names it; the next commit binds it.
-    const after = await eventsIn(reader, tenant, stream, stateSeq, c.head.seq);
+    const after = await eventsOf(reader, tenant, stream, c.known, stateSeq, c.head.seq);
     const state = after[0];
     const last = state?.seq === stateSeq && !after.slice(1).some((e) => setsState(e.type));
     if (last && leavesOf(state) === c.label) return;
   }
-  const own = await eventsIn(reader, tenant, stream, seq, tip ? c.head.seq : seq);
+  const own = await eventsOf(reader, tenant, stream, c.known, seq, tip ? c.head.seq : seq);
   const delta = own[0];
   if (delta?.seq !== seq || labelOf(delta) !== c.label) {
     throw badCheckpoint(seq, `no delta labelled ${c.label} is at its seq`);

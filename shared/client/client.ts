@@ -25,6 +25,15 @@ import { provenValue, stateMatches } from './state-proofs.js';
 import type { TrustStore } from './trust-store.js';
 import { defaultTrustStorePath, FileTrustStore } from './trust-store-file.js';
 import { TrustedPoints } from './trusted-points.js';
+import {
+  type ChannelHistory,
+  type CheckpointTuple,
+  type HeldState,
+  pageStates,
+  type TupleBody,
+  type TuplePage,
+  tupleState,
+} from './tuples.js';
 import type {
   AppendResult,
   BeginResult,
@@ -375,10 +384,15 @@ export class HefestoClient {
   ): Promise<CheckpointResult & { replayed: boolean }> {
     await this.#beforeFirstWrite(streamId);
     const path = `/v1/streams/${enc(streamId)}/checkpoints`;
+    // Keyless (see WriteOptions): still repeatable, the label making a retry harmless.
+    const keyless =
+      options.idempotencyKey === null && 'label' in delta && delta.label !== undefined;
     const res = await this.#inLife(streamId, options, (incarnation) =>
       this.#http.call<CheckpointResult>('POST', path, {
         body: delta,
-        idempotencyKey: options.idempotencyKey ?? this.#newKey(),
+        ...(keyless
+          ? { repeatable: true }
+          : { idempotencyKey: options.idempotencyKey ?? this.#newKey() }),
         fence: this.#fences.get(streamId),
         incarnation,
       }),
@@ -586,7 +600,112 @@ export class HefestoClient {
         query: { at: options.at },
       },
     );
-    if (!this.#verify) return body;
+    if (this.#verify) await this.#checkState(streamId, body);
+    return body;
+  }
+
+  /**
+   * A checkpoint (`label`, default the head's state), its state and its pending writes in one
+   * request, conditional on the state held: with `since`, the server answers `unchanged`
+   * (nothing of the state sent), or the deltas after it (applied here to `since.state`, in
+   * place), or the state whole. With `verify`, the state is checked as {@link getState}
+   * checks it (its digest recomputed, its event proven in the signed tree head).
+   *
+   * @example
+   * ```ts
+   * let tip = await client.getCheckpointTuple('run-1');
+   * // ... later: only what changed since is sent
+   * tip = await client.getCheckpointTuple('run-1', { since: tip });
+   * ```
+   */
+  async getCheckpointTuple(
+    streamId: string,
+    options: { label?: string; since?: HeldState } = {},
+  ): Promise<CheckpointTuple> {
+    const { since } = options;
+    const { body } = await this.#http.call<TupleBody>('GET', `/v1/streams/${enc(streamId)}/tuple`, {
+      query: {
+        label: options.label,
+        sinceSeq: since?.seq,
+        sinceDigest: since?.stateDigest,
+      },
+    });
+    const tuple = tupleState(body, since);
+    if (this.#verify) await this.#checkState(streamId, tuple);
+    return tuple;
+  }
+
+  /**
+   * For each channel, its pending writes along the checkpoint's ancestors (parent first, by
+   * their parentLabel), oldest first, up to the nearest ancestor whose state holds
+   * `{seedAt}/{channel}` (the seed), in one request whatever the depth (LangGraph's
+   * getDeltaChannelHistory). Each ancestor's writes are checked by the server against the
+   * digest the chain committed for them.
+   *
+   * @example
+   * ```ts
+   * const { messages } = await client.getChannelHistory('run-1', {
+   *   label,
+   *   channels: ['messages'],
+   *   seedAt: '/values',
+   * });
+   * ```
+   */
+  async getChannelHistory(
+    streamId: string,
+    options: { label?: string; channels: string[]; seedAt?: string },
+  ): Promise<Record<string, ChannelHistory>> {
+    const query = new URLSearchParams();
+    if (options.label !== undefined) query.set('label', options.label);
+    if (options.seedAt !== undefined) query.set('seedAt', options.seedAt);
+    for (const ch of options.channels) query.append('channel', ch);
+    const path = `/v1/streams/${enc(streamId)}/channel-history?${query}`;
+    const { body } = await this.#http.call<{ channels: Record<string, ChannelHistory> }>(
+      'GET',
+      path,
+    );
+    return body.channels;
+  }
+
+  /**
+   * A page of the checkpoint list (newest first, as {@link listCheckpoints}) with each
+   * checkpoint's pending writes and state, in one request: the server sends the oldest state
+   * whole and each newer one as the deltas since the one before it. `beforeLabel`: below that
+   * checkpoint. With `verify`, each state is checked as {@link getState} checks it.
+   *
+   * @example
+   * ```ts
+   * const { tuples, next } = await client.listCheckpointTuples('run-1', { limit: 10 });
+   * for (const t of tuples) console.log(t.checkpoint.label, t.state, t.writes.length);
+   * ```
+   */
+  async listCheckpointTuples(
+    streamId: string,
+    options: {
+      before?: number;
+      beforeLabel?: string;
+      limit?: number;
+      meta?: Record<string, Json>;
+    } = {},
+  ): Promise<TuplePage> {
+    const query: Record<string, string | number | undefined> = {
+      before: options.before,
+      beforeLabel: options.beforeLabel,
+      limit: options.limit,
+    };
+    for (const [k, v] of Object.entries(options.meta ?? {})) query[`meta.${k}`] = JSON.stringify(v);
+    const path = `/v1/streams/${enc(streamId)}/tuples`;
+    const page = pageStates((await this.#http.call<never>('GET', path, { query })).body);
+    if (this.#verify) {
+      for (const t of page.tuples) {
+        await this.#checkState(streamId, { ...t, digestVersion: page.digestVersion });
+      }
+    }
+    return page;
+  }
+
+  /** `verify`: the state hashes to its digest, the one its (proven) event records. */
+  async #checkState(streamId: string, body: StateResult): Promise<void> {
     if (!stateMatches(body.state, body.stateDigest, body.digestVersion)) {
       throw new ClientVerificationError(body.seq, 'the state does not hash to its digest');
     }
@@ -599,7 +718,6 @@ export class HefestoClient {
         'the state is not the one its checkpoint records',
       );
     }
-    return body;
   }
 
   /**

@@ -363,7 +363,12 @@ export interface SagaCompensation {
  * ```
  */
 export interface WriteOptions {
-  idempotencyKey?: string;
+  /**
+   * The request's Idempotency-Key; default a new one. `null` on a labelled checkpoint: none,
+   * so the server keeps no idempotency record for it; the label is unique in its stream, so a
+   * retry of a checkpoint that landed is refused with ErrLabelExists, which says it landed.
+   */
+  idempotencyKey?: string | null;
   /**
    * The stream's incarnation (one life of it: `incarnation` of an earlier answer) the write
    * applies to, sent as Hefesto-Incarnation. Default: the last one this client saw for the

@@ -1,8 +1,15 @@
-import { badCheckpoint, checkEntryAt, checkPage, type EntryClaim } from '../chain/label-binding.js';
+import {
+  badCheckpoint,
+  checkEntry,
+  checkEntryAt,
+  checkPage,
+  type EntryClaim,
+} from '../chain/label-binding.js';
 import type { Reader } from '../chain/reader.js';
 import { CKPT_PREFIX, ckptSk, labelKey, streamPk } from '../chain/storage-keys.js';
 import { canonicalJson, type JsonValue } from '../domain/canonical.js';
 import { InvalidInputError, NotFoundError, StreamNotFoundError } from '../domain/errors.js';
+import type { LedgerEvent } from '../domain/event.js';
 import { DELTA_EVENT } from '../domain/state.js';
 import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
 
@@ -221,6 +228,31 @@ export class CheckpointLabels {
       await checkEntryAt(this.reader, tenant, stream, record);
     }
     return record;
+  }
+
+  /**
+   * The checkpoint a verified event is, when it is a labelled delta: its list entry, checked
+   * against that event (no read of it again; undefined for any other event). A labelled delta
+   * without its entry is ErrTamperedLedger, as in a list page.
+   */
+  async ofEvent(
+    tenant: string,
+    stream: string,
+    event: LedgerEvent,
+  ): Promise<LabelRecord | undefined> {
+    const label = (event.payload as LabelledPayload | null)?.label;
+    if (event.type !== DELTA_EVENT || typeof label !== 'string') return undefined;
+    const entry = await this.records.get({ pk: streamPk(tenant, stream), sk: ckptSk(event.seq) });
+    if (!entry) {
+      // Label records written before held everything themselves (see above).
+      const own = await this.records.get(labelKey(tenant, stream, label));
+      if (typeof own?.stateDigest !== 'string')
+        throw badCheckpoint(event.seq, 'its list entry is missing');
+      checkEntry(claimOf(own), event);
+      return toLabel(own);
+    }
+    checkEntry(claimOf(entry), event);
+    return toLabel(entry);
   }
 
   async exists(tenant: string, stream: string, label: string): Promise<boolean> {

@@ -27,6 +27,7 @@ import { stateRoutes } from './routes/state.js';
 import { streamDeleteRoutes } from './routes/stream-delete.js';
 import { streamListRoutes } from './routes/stream-list.js';
 import { streamRoutes } from './routes/streams.js';
+import { tupleRoutes } from './routes/tuple.js';
 import { noStaticAssets, type StaticAssets } from './static-assets.js';
 import { validationHook } from './validation.js';
 
@@ -62,6 +63,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', stateRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', historyRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', checkpointRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
+  app.route('/v1', tupleRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', streamListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', streamDeleteRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', chunkRoutes({ ledger: deps.ledger, keys: deps.keys }));

@@ -15,10 +15,12 @@ import type { RecordStore } from '../ports/record-store.js';
 import type { KeyRing } from '../ports/signer.js';
 import { ProofService } from '../proofs/proofs.js';
 import { Checkpointer, StateCache } from '../state/checkpoint.js';
+import { DeltaHistory } from '../state/delta-history.js';
 import { Drainer } from '../state/drain.js';
 import { FrozenWrites } from '../state/frozen-writes.js';
 import { PendingWrites } from '../state/pending-writes.js';
 import { StateStore, type StateStoreOptions } from '../state/state.js';
+import { TupleReader } from '../state/tuple-read.js';
 import { Verifier } from '../verify/verifier.js';
 
 export interface LedgerDeps {
@@ -75,6 +77,10 @@ export class Ledger {
   readonly proofs: ProofService;
   /** Session histories (an OpenAI Agents SDK Session's, history.ts). */
   readonly history: HistoryService;
+  /** A checkpoint with its state (conditional) and writes in one read (tuple-read.ts). */
+  readonly tuples: TupleReader;
+  /** Channel histories along a checkpoint's parent chain in one read (delta-history.ts). */
+  readonly channelHistory: DeltaHistory;
 
   constructor(deps: LedgerDeps, settings: LedgerSettings = {}) {
     const {
@@ -137,6 +143,18 @@ export class Ledger {
         : memory
           ? { cache: new StateCache(undefined, undefined, memory) }
           : {}),
+    });
+    this.tuples = new TupleReader({
+      reader: this.reader,
+      states: this.states,
+      labels: this.labels,
+      pendingWrites: this.pendingWrites,
+    });
+    this.channelHistory = new DeltaHistory({
+      reader: this.reader,
+      records: deps.records,
+      states: this.states,
+      cache: this.checkpoints.cache,
     });
     this.history = new HistoryService({
       appender: this.appender,

@@ -5,6 +5,7 @@ import { checkWrites } from '../chain/writes-binding.js';
 import { type PendingWriteInput, type PendingWriteRef, writeItem } from '../commit/writes-ops.js';
 import type { JsonValue } from '../domain/canonical.js';
 import { ConflictError, InvalidInputError, NotFoundError, PrunedError } from '../domain/errors.js';
+import type { LedgerEvent } from '../domain/event.js';
 import { MAX_VALUE_BYTES, verifyChunk } from '../domain/state-v2/index.js';
 import { fenceError, leaseGuard } from '../leases/leases.js';
 import type { Clock } from '../ports/clock.js';
@@ -188,6 +189,12 @@ export class PendingWrites {
     }
   }
 
+  async #labelRecord(tenant: string, stream: string, label: string): Promise<Item> {
+    const record = await this.deps.records.get(labelKey(tenant, stream, label));
+    if (!record) throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+    return record;
+  }
+
   /** The stream must exist (not deleted) and hold the label: its head and label record. */
   async #checkLabel(
     tenant: string,
@@ -289,13 +296,22 @@ export class PendingWrites {
    * Every pending write of the label, in (task path, task id, idx) order, checked against
    * the event that binds them (writes-binding.ts) before they are served.
    */
-  async list(tenant: string, stream: string, label: string): Promise<PendingWrite[]> {
-    const { head, record } = await this.#checkLabel(tenant, stream, label);
+  async list(
+    tenant: string,
+    stream: string,
+    label: string,
+    /** What the caller read already: the head, and verified events checks may use. */
+    known?: { head: HeadRecord; events: LedgerEvent[] },
+  ): Promise<PendingWrite[]> {
+    const { head, record } = known
+      ? { head: known.head, record: await this.#labelRecord(tenant, stream, label) }
+      : await this.#checkLabel(tenant, stream, label);
     // A checkpoint at or below the pruning point is gone with its delta (as GET of it is).
     if (Number(record.seq) <= (head.prunedSeq ?? 0))
       throw new PrunedError(stream, head.prunedSeq ?? 0);
     const writes = await readWrites(this.deps.records, tenant, stream, label);
-    await checkWrites(this.deps.reader, tenant, stream, { label, record, head, writes });
+    const claim = { label, record, head, writes, known: known?.events };
+    await checkWrites(this.deps.reader, tenant, stream, claim);
     return writes;
   }
 }

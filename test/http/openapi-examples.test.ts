@@ -42,6 +42,9 @@ const SCENARIOS: Record<string, Step[]> = {
     { op: 'POST /v1/streams/{streamId}/events' },
     { op: 'POST /v1/streams/{streamId}/checkpoints' },
     { op: 'POST /v1/streams/{streamId}/checkpoints/{label}/writes' },
+    { op: 'GET /v1/streams/{streamId}/tuple' },
+    { op: 'GET /v1/streams/{streamId}/channel-history' },
+    { op: 'GET /v1/streams/{streamId}/tuples' },
     { op: 'POST /v1/streams/{streamId}/fork' },
     { op: 'PUT /v1/streams/{streamId}/retention' },
   ],
@@ -144,6 +147,7 @@ describe('the OpenAPI request examples', () => {
         const op = operation(step.op);
         const { path, headers } = requestOf(op);
         const example = bodyExample(op) as Record<string, unknown>;
+        // A GET has no body: only the examples of its parameters.
         const body =
           example === undefined && !step.issued
             ? undefined

@@ -34,6 +34,7 @@ export * from '../../../shared/client/set-value.js';
 export * from '../../../shared/client/state-proofs.js';
 export * from '../../../shared/client/trust-store.js';
 export * from '../../../shared/client/trust-store-file.js';
+export * from '../../../shared/client/tuples.js';
 export * from '../../../shared/client/types.js';
 // The digest that binds a checkpoint's pending writes to the chain (docs/ledger-format.md).
 export {

@@ -21,6 +21,7 @@ import {
   type CheckpointMetadata,
   type CheckpointPendingWrite,
   type CheckpointTuple,
+  type DeltaChannelHistory,
   maxChannelVersion,
   type PendingWrite,
   type SerializerProtocol,
@@ -61,6 +62,17 @@ import { WritesInFlight } from './writes-in-flight.js';
 const EMPTY_DIGEST = emptyStateDigest(2);
 
 type Encoded = { j: Json } | { t: string; b: string } | { r: ValueRef };
+
+/** Where the state holds the channel values (a history's seeds are read there). */
+const VALUES = '/values';
+/**
+ * Puts send no Idempotency-Key: the checkpoint's label is unique in its stream, so a retry of
+ * one that landed is ErrLabelExists (taken as landed, below), and the server keeps no
+ * idempotency record per checkpoint (~300 B each for a day, and a read per put).
+ */
+const KEYLESS = { idempotencyKey: null };
+/** Channels one history request asks for at most (the server's limit). */
+const HISTORY_CHANNELS = 64;
 
 /** Where a put names a new ref for the server to hold (set, then deleted: see above). */
 const HELD = '/_held';
@@ -115,6 +127,11 @@ export class StaleThreadError extends Error {
 const notFound = (err: unknown) =>
   err instanceof HefestoApiError &&
   (err.code === 'ErrNotFound' || err.code === 'ErrStreamNotFound');
+
+/** A putWrites gives up on its label once this saver's puts of the thread are quiet this long. */
+const PUT_QUIET_MS = 10_000;
+/** ... and after this many waits of at most 2 s whatever happens (about 10 minutes). */
+const MAX_LABEL_WAITS = 300;
 
 export class HefestoSaver extends BaseCheckpointSaver {
   readonly client: HefestoClient;
@@ -186,6 +203,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
     ids: { threadId: string; ns: string; stream: string },
     label: { label: string; meta?: Json; parentLabel?: string },
     state: StreamState,
+    stored?: StoredWrite[],
   ): Promise<CheckpointTuple> {
     const { threadId, ns, stream } = ids;
     const ckpt = state.ckpt as unknown as Omit<Checkpoint, 'channel_values'>;
@@ -195,7 +213,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
       channel_values[k] = this.#schema.upcast(k, await this.#decode(v), from);
     }
     const checkpoint = { ...structuredClone(ckpt), channel_values } as Checkpoint;
-    const { writes } = await this.client.getPendingWrites(stream, label.label);
+    const writes = stored ?? (await this.client.getPendingWrites(stream, label.label)).writes;
     const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
       writes.map(
         async (w) => [w.taskId, w.channel, await this.#writeValue(w)] as CheckpointPendingWrite,
@@ -259,39 +277,94 @@ export class HefestoSaver extends BaseCheckpointSaver {
     return held;
   }
 
+  /**
+   * One request (`client.getCheckpointTuple`): the checkpoint, its writes and its state,
+   * conditional on the tip this saver holds for the thread, so an unchanged thread sends no
+   * state and one moved on by another worker sends only the deltas since.
+   */
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     if (!config.configurable?.thread_id) return undefined;
     const ids = this.#ids(config);
     await this.leases?.ensure(ids.stream, ids.threadId, true);
+    const tip = this.#tips.get(ids.stream);
+    const label = ids.id === undefined ? undefined : labelOf(ids.id);
+    // The held state answers for the head, or for its own label; deltas are applied to
+    // it in place (client), so it is only sent where its tip is then replaced by the answer.
+    const held =
+      tip?.label && (label === undefined || label === tip.label)
+        ? { seq: tip.seq, stateDigest: tip.stateDigest, state: tip.state }
+        : undefined;
     try {
-      if (ids.id !== undefined) {
-        const label = await this.client.getCheckpoint(ids.stream, labelOf(ids.id));
-        const tip = this.#tips.get(ids.stream);
-        const state =
-          tip?.label === label.label
-            ? tip.state
-            : ((await this.client.getState(ids.stream, { at: label.seq })).state as StreamState);
-        return await this.#tuple(ids, label, state);
+      const t = await this.client.getCheckpointTuple(ids.stream, { label, since: held });
+      const state = t.state as StreamState;
+      if (!t.checkpoint || !(state.ckpt as { id?: string } | undefined)?.id) {
+        if (label === undefined) this.#tips.delete(ids.stream);
+        return undefined;
       }
-      const head = await this.client.getState(ids.stream);
-      const state = head.state as StreamState;
-      const ckpt = state.ckpt as { id?: string } | undefined;
-      if (!ckpt?.id) return undefined;
-      const label = await this.client.getCheckpoint(ids.stream, labelOf(ckpt.id));
-      this.#tips.set(ids.stream, {
-        label: label.label,
-        seq: label.seq,
-        stateDigest: head.stateDigest,
-        state,
-      });
-      return await this.#tuple(ids, label, state);
+      if (label === undefined || held) {
+        this.#tips.set(ids.stream, {
+          label: t.checkpoint.label,
+          seq: t.seq,
+          stateDigest: t.stateDigest,
+          state,
+        });
+      }
+      return await this.#tuple(ids, t.checkpoint, state, t.writes);
     } catch (err) {
+      if (held) this.#tips.delete(ids.stream); // its state may be half changed
       if (!notFound(err)) throw err;
       if (ids.id === undefined) {
         this.#tips.set(ids.stream, { label: null, seq: 0, stateDigest: EMPTY_DIGEST, state: {} });
       }
       return undefined;
     }
+  }
+
+  /**
+   * LangGraph 1.1+'s DeltaChannel history in one request whatever the depth
+   * (`client.getChannelHistory`): the server walks the labels' parent chain, collecting each
+   * channel's pending writes (checked against their binding) up to the nearest ancestor whose
+   * state holds the channel (`/values/{channel}`), the seed. Same answer as the base class's
+   * walk of one getTuple per ancestor.
+   */
+  override async getDeltaChannelHistory(options: {
+    config: RunnableConfig;
+    channels: string[];
+  }): Promise<Record<string, DeltaChannelHistory>> {
+    const { config, channels } = options;
+    const out: Record<string, DeltaChannelHistory> = {};
+    for (const ch of channels) out[ch] = { writes: [] };
+    if (channels.length === 0 || !config.configurable?.thread_id) return out;
+    const ids = this.#ids(config);
+    await this.leases?.ensure(ids.stream, ids.threadId, true);
+    const label = ids.id === undefined ? undefined : labelOf(ids.id);
+    for (let i = 0; i < channels.length; i += HISTORY_CHANNELS) {
+      const part = channels.slice(i, i + HISTORY_CHANNELS);
+      let found: Awaited<ReturnType<HefestoClient['getChannelHistory']>>;
+      try {
+        found = await this.client.getChannelHistory(ids.stream, {
+          label,
+          channels: part,
+          seedAt: VALUES,
+        });
+      } catch (err) {
+        if (notFound(err)) return out;
+        throw err;
+      }
+      for (const ch of part) {
+        const h = found[ch];
+        if (!h) continue;
+        const writes = await Promise.all(
+          h.writes.map(
+            async (w) => [w.taskId, w.channel, await this.#writeValue(w)] as CheckpointPendingWrite,
+          ),
+        );
+        out[ch] = h.seed
+          ? { writes, seed: await this.#decode(h.seed.value as Encoded) }
+          : { writes };
+      }
+    }
+    return out;
   }
 
   /**
@@ -305,9 +378,15 @@ export class HefestoSaver extends BaseCheckpointSaver {
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
-    const out = await this.#put(config, checkpoint, metadata, newVersions);
-    this.#puts.landed(`${this.#ids(config).stream}#${checkpoint.id}`);
-    return out;
+    const { stream } = this.#ids(config);
+    const ended = this.#puts.started(stream);
+    try {
+      const out = await this.#put(config, checkpoint, metadata, newVersions);
+      this.#puts.landed(`${stream}#${checkpoint.id}`);
+      return out;
+    } finally {
+      ended();
+    }
   }
 
   async #put(
@@ -327,12 +406,11 @@ export class HefestoSaver extends BaseCheckpointSaver {
     } else if (ids.id === undefined) {
       base = { label: null, seq: 0, stateDigest: EMPTY_DIGEST, state: {}, linear: false };
     } else {
-      const label = await this.client.getCheckpoint(ids.stream, labelOf(ids.id));
-      const at = await this.client.getState(ids.stream, { at: label.seq });
+      const at = await this.client.getCheckpointTuple(ids.stream, { label: labelOf(ids.id) });
       base = {
-        label: label.label,
-        seq: label.seq,
-        stateDigest: label.stateDigest,
+        label: at.checkpoint?.label ?? labelOf(ids.id),
+        seq: at.seq,
+        stateDigest: at.stateDigest,
         state: at.state as StreamState,
         linear: false,
       };
@@ -377,15 +455,19 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const [, metaBytes] = await this.serde.dumpsTyped(metadata);
     const meta = JSON.parse(new TextDecoder().decode(metaBytes)) as Json;
     try {
-      const res = await this.client.checkpoint(ids.stream, {
-        ops: ops.length > 0 ? ops : [{ op: 'set', path: '/ckpt', value: next.ckpt as Json }],
-        baseDigest: base.stateDigest,
-        label,
-        meta,
-        ...(base.label === null ? {} : { parentLabel: base.label }),
-        ...(base.linear ? {} : { baseSeq: base.seq }),
-        ...this.#schema.stamp,
-      });
+      const res = await this.client.checkpoint(
+        ids.stream,
+        {
+          ops: ops.length > 0 ? ops : [{ op: 'set', path: '/ckpt', value: next.ckpt as Json }],
+          baseDigest: base.stateDigest,
+          label,
+          meta,
+          ...(base.label === null ? {} : { parentLabel: base.label }),
+          ...(base.linear ? {} : { baseSeq: base.seq }),
+          ...this.#schema.stamp,
+        },
+        KEYLESS,
+      );
       this.#tips.set(ids.stream, {
         label,
         seq: res.seq,
@@ -448,13 +530,16 @@ export class HefestoSaver extends BaseCheckpointSaver {
         }),
       );
       const task = { taskId, taskPath, writes: sent };
-      // The label may still be on its way (see put): wait for it, about 10 s at most.
+      // The label may still be on its way (see put): wait for it, about 10 s, and for as long
+      // as this saver's puts of the thread keep landing (a queue of puts on a slow store).
       for (let attempt = 0; ; attempt++) {
         try {
           await this.client.putPendingWrites(ids.stream, labelOf(ids.id), task);
           break;
         } catch (err) {
-          if (!notFound(err) || attempt >= 10) throw err;
+          if (!notFound(err)) throw err;
+          if (attempt >= 10 && !this.#puts.progressing(ids.stream, PUT_QUIET_MS)) throw err;
+          if (attempt >= MAX_LABEL_WAITS) throw err;
           await this.#puts.wait(key, Math.min(25 * 2 ** attempt, 2_000));
         }
       }
@@ -479,6 +564,15 @@ export class HefestoSaver extends BaseCheckpointSaver {
     const c = config.configurable ?? {};
     const threadId = c.thread_id as string | undefined;
     const ns = c.checkpoint_ns as string | undefined;
+    if (threadId !== undefined && ns !== undefined) {
+      const pages = this.#pages(threadId, ns, options);
+      const first = await pages.next();
+      if (first.value !== undefined) {
+        yield* first.value;
+        for await (const page of pages) yield* page;
+        return;
+      }
+    }
     let streams =
       threadId !== undefined && ns !== undefined
         ? [streamIdOf(this.prefix, threadId, ns)]
@@ -536,6 +630,59 @@ export class HefestoSaver extends BaseCheckpointSaver {
         };
       }
       yield tuple;
+    }
+  }
+
+  /**
+   * One thread's list from `GET .../tuples`, a page (up to 100 tuples, states and writes) per
+   * request. The server pages by seq, the list's order is by checkpoint id: they agree for the
+   * ids LangGraph makes (uuid6, in time order). Where the first page shows they do not (ids out
+   * of order), or `before` is not in the thread, it ends without a page and the list is read
+   * entry by entry as before; a later page is yielded in seq order.
+   */
+  async *#pages(
+    threadId: string,
+    ns: string,
+    options: CheckpointListOptions,
+  ): AsyncGenerator<CheckpointTuple[], void> {
+    const stream = streamIdOf(this.prefix, threadId, ns);
+    const before = options.before?.configurable?.checkpoint_id as string | undefined;
+    const meta: Record<string, Json> = {};
+    for (const [k, v] of Object.entries(options.filter ?? {}))
+      if (v !== undefined) meta[k] = v as Json;
+    const ids = { threadId, ns, stream };
+    let cursor: number | undefined;
+    let last = before;
+    let left = options.limit ?? Number.POSITIVE_INFINITY;
+    for (let first = true; left > 0; first = false) {
+      let page: Awaited<ReturnType<HefestoClient['listCheckpointTuples']>>;
+      try {
+        page = await this.client.listCheckpointTuples(stream, {
+          ...(cursor !== undefined
+            ? { before: cursor }
+            : before === undefined
+              ? {}
+              : { beforeLabel: labelOf(before) }),
+          limit: Math.min(100, left),
+          meta,
+        });
+      } catch (err) {
+        if (!notFound(err)) throw err;
+        // No such thread: nothing to list; a `before` it does not hold: read as before.
+        if (first && before === undefined) yield [];
+        return;
+      }
+      const out: CheckpointTuple[] = [];
+      for (const t of page.tuples) {
+        const id = checkpointIdOf(t.checkpoint.label);
+        if (first && last !== undefined && !(id < last)) return;
+        last = id;
+        out.push(await this.#tuple(ids, t.checkpoint, t.state as StreamState, t.writes));
+      }
+      left -= out.length;
+      yield out;
+      if (page.next === null) return;
+      cursor = page.next;
     }
   }
 

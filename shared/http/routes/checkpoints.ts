@@ -28,7 +28,7 @@ export interface CheckpointRoutesDeps {
 const META_PARAM = 'meta.';
 
 /** `meta.<key>=<value>` query parameters: the value as JSON when it parses, else a string. */
-const metaFilter = (query: Record<string, string[]>): Record<string, JsonValue> => {
+export const metaFilter = (query: Record<string, string[]>): Record<string, JsonValue> => {
   const out: Record<string, JsonValue> = {};
   for (const [name, values] of Object.entries(query)) {
     if (!name.startsWith(META_PARAM)) continue;
