@@ -6,7 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    setupFiles: ['test/support/isolated-trust-file.ts'],
+    setupFiles: ['test/support/isolated-trust-file.ts', 'test/support/aws-storage.ts'],
     globalSetup: ['test/support/build-dist.ts'],
   },
 });
