@@ -16,7 +16,11 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: workers,
-    setupFiles: ['test/support/isolated-trust-file.ts', 'test/support/aws-storage.ts'],
+    setupFiles: [
+      'test/support/isolated-trust-file.ts',
+      'test/support/aws-storage.ts',
+      'test/support/fast-check-seed.ts',
+    ],
     globalSetup: ['test/support/build-dist.ts'],
   },
 });
