@@ -107,8 +107,15 @@ fi
 
 if [[ ! -d node_modules || ! -f node_modules/.package-lock.json ||
   package-lock.json -nt node_modules/.package-lock.json ]]; then
-  echo '[test] node_modules missing or older than package-lock.json: npm ci' >&2
-  npm ci
+  if [[ -L node_modules ]]; then
+    # A link to an install another tree shares (a git worktree's): npm ci would empty the
+    # install it points to under everyone using it. Update it where it lives instead.
+    echo "[test] node_modules links to $(readlink node_modules), older than package-lock.json:" \
+      'not reinstalling a shared install from here; run npm ci there' >&2
+  else
+    echo '[test] node_modules missing or older than package-lock.json: npm ci' >&2
+    npm ci
+  fi
 fi
 
 # The Node 24 setup (scripts/node24.sh: fetch the pinned Node 24, build better-sqlite3 for it;
