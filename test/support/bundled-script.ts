@@ -13,6 +13,7 @@ import { REPO_ROOT } from '../../scripts/build.mjs';
  * Bundles go to a temporary directory, removed when the test process exits, with the durable
  * writer's worker beside them (where the local stores look for it) and a link to the
  * repository's node_modules (for the packages left outside the bundle: better-sqlite3, the SDK).
+ * Call `removeBundledScripts` after the file's tests (vitest ends its workers without 'exit').
  */
 const bundles = new Map<string, Promise<string>>();
 let dir: string | undefined;
@@ -30,7 +31,7 @@ const bundle_ = async (source: string, n: number): Promise<string> => {
   if (!dir) {
     const made = mkdtempSync(join(tmpdir(), 'hefesto-test-script-'));
     dir = made;
-    process.once('exit', () => rmSync(made, { recursive: true, force: true }));
+    process.once('exit', removeBundledScripts);
     copyFileSync(
       join(REPO_ROOT, 'shared/adapters/local/durable-writer-thread.mjs'),
       join(made, 'durable-writer-thread.mjs'),
@@ -52,4 +53,13 @@ const bundle_ = async (source: string, n: number): Promise<string> => {
     logLevel: 'warning',
   });
   return outfile;
+};
+
+/** Removes the bundles and their directory (the link to node_modules is unlinked, not followed). */
+export const removeBundledScripts = (): void => {
+  if (!dir) return;
+  rmSync(join(dir, 'node_modules'), { force: true });
+  rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+  bundles.clear();
 };

@@ -13,13 +13,13 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import type { LayoutStep } from '../../shared/adapters/local/object-layout.js';
 import { keyToPath } from '../../shared/adapters/local/object-paths.js';
 import { keyToPathV1 } from '../../shared/adapters/local/object-paths-v1.js';
 import { UnavailableError } from '../../shared/domain/errors.js';
-import { bundledScript } from '../support/bundled-script.js';
+import { bundledScript, removeBundledScripts } from '../support/bundled-script.js';
 
 /**
  * Moving a data directory from object layout 1 (no LAYOUT file) or 2 (a file per object) to
@@ -113,6 +113,8 @@ const CRASH_CHILD = `
     if (step === at) process.kill(process.pid, 'SIGKILL');
   });
   process.stdout.write('finished without reaching the step\\n');`;
+
+afterAll(removeBundledScripts);
 
 /** Runs the migration in a child process that kills itself with SIGKILL at `step`. */
 const crashAt = async (step: LayoutStep, after = 1): Promise<void> => {
