@@ -1,5 +1,14 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * Test files run side by side in this many worker processes (HEFESTO_TEST_WORKERS overrides).
+ * Vitest's default is one fewer than the cores, which on our 2-core machines is a single
+ * worker; most test time is spent waiting (on the emulators, on fsync, on spawned servers), so
+ * two workers overlap those waits. On more cores this is vitest's default.
+ */
+const workers = Number(process.env.HEFESTO_TEST_WORKERS) || Math.max(2, availableParallelism() - 1);
 
 export default defineConfig({
   // The packages' sources import the client by its package name (packages/embedded,
@@ -15,7 +24,12 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    setupFiles: ['test/support/isolated-trust-file.ts'],
+    maxWorkers: workers,
+    setupFiles: [
+      'test/support/isolated-trust-file.ts',
+      'test/support/aws-storage.ts',
+      'test/support/fast-check-seed.ts',
+    ],
     globalSetup: ['test/support/build-dist.ts'],
   },
 });

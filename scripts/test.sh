@@ -67,6 +67,14 @@ if [[ ${1:-} == __suites ]]; then
       fi
     else
       echo '[test] vitest run on Node 24 (scripts/node24.sh, in .node24/tree)' >&2
+      # What the background setup printed, once it is done (node24.sh waits for its lock).
+      if [[ -n ${HEFESTO_NODE24_SETUP_LOG:-} ]]; then
+        t1=$(now)
+        bash scripts/node24.sh >/dev/null 2>&1 || true
+        echo "[test] waited $(($(now) - t1)) s for the Node 24 setup; its output:" >&2
+        cat "$HEFESTO_NODE24_SETUP_LOG" >&2 || true
+        rm -f "$HEFESTO_NODE24_SETUP_LOG"
+      fi
       run node24 env HEFESTO_TEST_NODE=24 bash scripts/node24.sh npx vitest run "$@"
       code=$?
       label=node24
@@ -99,8 +107,32 @@ fi
 
 if [[ ! -d node_modules || ! -f node_modules/.package-lock.json ||
   package-lock.json -nt node_modules/.package-lock.json ]]; then
-  echo '[test] node_modules missing or older than package-lock.json: npm ci' >&2
-  npm ci
+  if [[ -L node_modules ]]; then
+    # A link to an install another tree shares (a git worktree's): npm ci would empty the
+    # install it points to under everyone using it. Update it where it lives instead.
+    echo "[test] node_modules links to $(readlink node_modules), older than package-lock.json:" \
+      'not reinstalling a shared install from here; run npm ci there' >&2
+  else
+    echo '[test] node_modules missing or older than package-lock.json: npm ci' >&2
+    npm ci
+  fi
+fi
+
+# The Node 24 setup (scripts/node24.sh: fetch the pinned Node 24, build better-sqlite3 for it;
+# minutes on a fresh clone, mostly download and compile) starts now, in the background, so it
+# overlaps lint, tsc and the Node 20 run instead of preceding them. The Node 24 run's own
+# node24.sh call waits for it (node24.sh holds a lock while it sets up), recopies the sources
+# as always, and redoes whatever the background setup left undone (or fails saying why).
+if [[ " $NODES " == *' 24 '* ]]; then
+  HEFESTO_NODE24_SETUP_LOG=$(mktemp "${TMPDIR:-/tmp}/hefesto-node24-setup.XXXXXX")
+  export HEFESTO_NODE24_SETUP_LOG
+  echo "[test] Node 24 setup (scripts/node24.sh) started in the background: $HEFESTO_NODE24_SETUP_LOG" >&2
+  (
+    t0=$(now)
+    code=0
+    bash scripts/node24.sh >"$HEFESTO_NODE24_SETUP_LOG" 2>&1 || code=$?
+    echo "[test] background Node 24 setup exited $code after $(($(now) - t0)) s" >>"$HEFESTO_NODE24_SETUP_LOG"
+  ) &
 fi
 
 echo '[test] npm run lint (biome check ., scripts/check-imports.mjs)' >&2
@@ -113,13 +145,6 @@ bash console/prepare-test.sh
 # The server, CLI and compaction command as JavaScript (npm ci builds them; this rebuilds them
 # if a source is newer), before the Node 24 tree copies them. Vitest's setup checks again.
 node scripts/build.mjs --if-stale
-
-if [[ " $NODES " == *' 24 '* ]]; then
-  echo '[test] Node 24 setup (scripts/node24.sh)' >&2
-  t0=$(now)
-  bash scripts/node24.sh
-  echo "[test] Node 24 ready after $(($(now) - t0)) s" >&2
-fi
 
 echo "[test] vitest on Node ${NODES// / and } (with S3 and DynamoDB endpoints)" >&2
 exec bash scripts/with-aws.sh bash scripts/test.sh __suites "$@"

@@ -20,7 +20,7 @@ import { staticDirAssets } from '../../shared/http/static-assets.js';
 import { KeyService } from '../../shared/keys/keys.js';
 import { checkSigningKeys } from '../../shared/keys/signing-keys.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
-import { systemClock } from '../../shared/ports/clock.js';
+import { type Clock, systemClock } from '../../shared/ports/clock.js';
 import type { MemoryPool } from '../../shared/state/memory-pool.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
 import { workLedgerSettings } from './work.js';
@@ -51,6 +51,8 @@ export interface Embedded {
 /** Test hooks (child-process tests kill the server at a step of the append protocol). */
 export interface EmbeddedHooks {
   crash?: CrashHook;
+  /** The clock of every service (default: the system clock); tests move theirs by hand. */
+  clock?: Clock;
 }
 
 /**
@@ -71,7 +73,7 @@ export interface EmbeddedHooks {
 export const STATIC_DIR = fileURLToPath(new URL('../../dist/static', import.meta.url));
 
 export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): Embedded => {
-  const clock = systemClock;
+  const clock = hooks.clock ?? systemClock;
   const logger = pino({ level: settings.logLevel });
   const objects = new LocalObjectStore({ dir: settings.dataDir });
   const { migrated } = objects.layout;

@@ -85,7 +85,7 @@ describe('console views in Chromium', () => {
     await effect('mail-1', { kind: 'mail', intent: {}, leaseMs: 1000 });
     await effect('push-1', { kind: 'push', intent: {}, leaseMs: 60_000 });
     await w.markDraining('run-fx', 'worker-a', lease.epoch);
-    await new Promise((r) => setTimeout(r, 1100)); // mail-1's reservation lapses
+    w.advance(1100); // mail-1's reservation lapses
 
     const page = await signIn('#/s/run-fx/effects');
     await page.waitForSelector('tr.effect.status-failed');

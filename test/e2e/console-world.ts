@@ -9,7 +9,7 @@ import { createEmbedded, STATIC_DIR } from '../../functions/wiring/embedded.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { parseSettings } from '../../shared/config/settings.js';
 import { LeaseService } from '../../shared/leases/leases.js';
-import { systemClock } from '../../shared/ports/clock.js';
+import type { Clock } from '../../shared/ports/clock.js';
 
 /**
  * The embedded server (real wiring: local stores in a temp directory, the built static
@@ -47,6 +47,8 @@ export interface ConsoleWorld {
    * waits for quiet: over the HTTP API a drain runs to its end and releases the lease.
    */
   markDraining(stream: string, owner: string, epoch: number): Promise<void>;
+  /** Moves the server's clock on by `ms` (it starts at the system clock's time). */
+  advance(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -55,6 +57,9 @@ export const startConsoleWorld = async (): Promise<ConsoleWorld> => {
     throw new Error('console assets are not built: run npm run build:console');
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'hefesto-console-'));
+  // The system clock, moved on by `advance`: a lease lapses without the test waiting for it.
+  let offset = 0;
+  const clock: Clock = { now: () => Date.now() + offset };
   const embedded = createEmbedded(
     parseSettings({
       HEFESTO_DATA_DIR: dataDir,
@@ -62,6 +67,7 @@ export const startConsoleWorld = async (): Promise<ConsoleWorld> => {
       HEFESTO_LOG_LEVEL: 'silent',
       HEFESTO_COMPACT_INTERVAL_MS: '0',
     }),
+    { clock },
   );
   const server = createAdaptorServer({ fetch: embedded.app.fetch }) as Server;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -87,15 +93,13 @@ export const startConsoleWorld = async (): Promise<ConsoleWorld> => {
     markDraining: async (stream, owner, epoch) => {
       const records = new LocalRecordStore({ path: join(dataDir, 'records.sqlite') });
       try {
-        await new LeaseService({ records, clock: systemClock }).markDraining(
-          'acme',
-          stream,
-          owner,
-          epoch,
-        );
+        await new LeaseService({ records, clock }).markDraining('acme', stream, owner, epoch);
       } finally {
         records.close();
       }
+    },
+    advance: (ms) => {
+      offset += ms;
     },
     close: async () => {
       server.closeAllConnections();

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * The embedded server is killed with SIGKILL in the middle of concurrent appends, restarted
@@ -67,7 +68,13 @@ describe('embedded server killed with SIGKILL mid-append', () => {
       }
     });
     // Kill once a good share of appends has been acknowledged, while others are in flight.
-    while (acks.size < (CLIENTS * PER_CLIENT) / 3) await new Promise((r) => setTimeout(r, 5));
+    await waitUntil(
+      'a third of the appends acknowledged',
+      () => acks.size >= (CLIENTS * PER_CLIENT) / 3,
+      {
+        timeoutMs: 60_000,
+      },
+    );
     first.child.kill('SIGKILL');
     killed = true;
     expect(await first.exited).toBe('SIGKILL');

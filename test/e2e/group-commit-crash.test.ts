@@ -7,6 +7,7 @@ import { LocalRecordStore } from '../../shared/adapters/local/local-record-store
 import { headKey } from '../../shared/chain/storage-keys.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
+import { waitUntil } from '../support/wait.js';
 import { type Spawned, spawnCollected, waitForOutput } from './process-tools.js';
 
 /**
@@ -184,7 +185,10 @@ const killDuringLoad = async (env: Record<string, string>, writers: Writers, ack
   await writers.retry(server.url);
   const target = writers.acks.size + acks;
   const running = writers.run(server.url);
-  while (writers.acks.size < target) await new Promise((r) => setTimeout(r, 2));
+  await waitUntil(`${acks} more acknowledgements`, () => writers.acks.size >= target, {
+    timeoutMs: 60_000,
+    everyMs: 2,
+  });
   server.child.kill('SIGKILL');
   expect(await server.exited).toBe('SIGKILL');
   await running;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { freePort, startServer } from '../../scripts/lib/server-process.js';
+import { freePort, SERVER_ENTRY, startServer } from '../../scripts/lib/server-process.js';
 import { HeadKeys } from '../../shared/domain/signed-head.js';
 import { Ed25519Signer } from '../../shared/ports/signer.js';
 import { runCliHere } from '../cli/in-process.js';
@@ -48,9 +48,9 @@ describe('the embedded server and its signing key', () => {
     }
   };
 
-  /** A start that must fail: its exit status and output. */
+  /** A start that must fail: its exit status and output (the built server, as `npm start`). */
   const refusedStart = async () =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'functions/server.ts'], {
+    spawnSync(process.execPath, [SERVER_ENTRY], {
       env: { ...process.env, ...env(), PORT: String(await freePort()), HEFESTO_LOG_LEVEL: 'warn' },
       encoding: 'utf8',
       timeout: 60_000,

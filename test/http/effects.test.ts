@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
+import { waitUntil } from '../support/wait.js';
 import {
   createHarness,
   type Harness,
@@ -162,7 +163,7 @@ describe.each(STORE_FACTORIES)('leases and effects API on $name stores', (factor
       await acquire('worker-a');
       const first = await read<{ stateDigest: string }>(checkpoint(1, EMPTY_STATE_DIGEST_V2, 1));
       const drained = post('/lease/drain', { owner: 'worker-a', epoch: 1, graceMs: 5000 });
-      while (!(await getLease()).draining) await new Promise((r) => setTimeout(r, 5));
+      await waitUntil('the lease marked draining', async () => (await getLease()).draining);
 
       await expectProblem(await checkpoint(1, first.stateDigest, 2), 409, 'ErrDraining');
       expect((await note(1, 'in-flight')).status).toBe(201); // the turn's own writes still land

@@ -151,10 +151,17 @@ describe.each(allStores.filter((f) => f.enabled))('compactor on $name', (factory
         release = resolve;
       });
       let pause = true;
+      let reached = () => {};
+      const blocked = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
       const slow: ObjectStore = {
         ...stores.objects,
         get: async (key) => {
-          if (pause) await paused;
+          if (pause) {
+            reached();
+            await paused;
+          }
           return stores.objects.get(key);
         },
         head: (k) => stores.objects.head(k),
@@ -165,7 +172,7 @@ describe.each(allStores.filter((f) => f.enabled))('compactor on $name', (factory
       };
       const reader = new Reader({ objects: slow, records: stores.records, retryDelayMs: 1 });
       const inFlight = reader.readEvents(T, S, { limit: 100 });
-      await new Promise((r) => setTimeout(r, 20));
+      await blocked; // the read is in flight: it holds the layout it read and waits for a body
       await world.compactor().run();
       advance(GRACE + LEASE + 1);
       await world.compactor().run(); // the old objects are gone now

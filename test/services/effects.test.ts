@@ -11,6 +11,7 @@ import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
 import { type BeginOutcome, EFFECT_COMPLETED } from '../../shared/effects/effects.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import { allStores, type StorePair } from '../support/stores.js';
+import { waitUntil } from '../support/wait.js';
 
 const T = 'acme';
 const S = 'agent-9';
@@ -309,7 +310,10 @@ describe.each(allStores.filter((f) => f.enabled))('effects and leases on $name',
       const drained = ledger.drainer.drain(T, S, 'worker-a', a.epoch, 2000);
       // Wait for the drain's first step (the lease marked draining), not for a fixed time:
       // on a loaded machine the emulators take longer than any fixed wait.
-      while (!(await ledger.leases.get(T, S))?.draining) await new Promise((r) => setTimeout(r, 5));
+      await waitUntil(
+        'the lease marked draining',
+        async () => (await ledger.leases.get(T, S))?.draining === true,
+      );
       await expect(
         cp([{ op: 'set', path: '/n', value: 2 }], first.stateDigest, a.epoch),
       ).rejects.toBeInstanceOf(DrainingError);

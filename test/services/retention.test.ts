@@ -17,6 +17,7 @@ import {
   type World,
 } from '../support/compaction.js';
 import { allStores, type StorePair } from '../support/stores.js';
+import { waitUntil } from '../support/wait.js';
 
 const T = 'acme';
 const S = 'run-1';
@@ -150,12 +151,14 @@ describe.each(allStores.filter((f) => f.enabled))('retention on $name', (factory
         }
       })();
       await world.compactor().run(); // marks it deleting
-      await new Promise((r) => setTimeout(r, 50));
+      // Let the writer and the reader go on against the stream marked deleting (counted, not timed).
+      const marked = seen.length;
+      await waitUntil('two tries on the stream marked deleting', () => seen.length >= marked + 2);
       advance(GRACE + LEASE);
       await world.compactor().run(); // deletes it
       // Let the writer and the reader each try again after the delete (counted, not timed).
       const after = seen.length;
-      while (seen.length < after + 4) await new Promise((r) => setTimeout(r, 5));
+      await waitUntil('four tries after the delete', () => seen.length >= after + 4);
       stop = true;
       await Promise.all([writer, reader]);
       expect(seen).toContain('ErrStreamNotFound');

@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import {
+  BatchWriteItemCommand,
   DeleteTableCommand,
   DynamoDBClient,
   type DynamoDBClientConfig,
+  ScanCommand,
+  type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import {
   CreateBucketCommand,
@@ -13,6 +16,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { createRecordTable } from '../../shared/adapters/aws/dynamo-record-store.js';
+import { onDrop } from './lent-storage.js';
 
 /**
  * Clients and throwaway resources for tests that run the AWS adapters against emulators
@@ -137,6 +141,109 @@ export const createTestTable = async (given?: DynamoDBClient): Promise<TestResou
         if ((err as Error).name !== 'ResourceNotFoundException') throw err;
       });
       if (!given) client.destroy();
+    },
+  };
+};
+
+/** Deletes every item of `table` (a record table: pk/sk keys), 25 per batch request. */
+export const deleteItems = async (client: DynamoDBClient, table: string) => {
+  for (;;) {
+    // Scan again until a scan finds nothing: pages are read from the start each round, so an
+    // item written while a round ran is not missed.
+    const page = await client.send(
+      new ScanCommand({ TableName: table, ProjectionExpression: 'pk, sk', ConsistentRead: true }),
+    );
+    const items = page.Items ?? [];
+    if (items.length === 0) return;
+    for (let i = 0; i < items.length; i += 25) {
+      let requests: WriteRequest[] = items
+        .slice(i, i + 25)
+        .map((Key) => ({ DeleteRequest: { Key } }));
+      for (let attempt = 0; requests.length > 0; attempt++) {
+        if (attempt === 20) throw new Error(`${table}: items left unprocessed 20 times`);
+        const out = await client.send(
+          new BatchWriteItemCommand({ RequestItems: { [table]: requests } }),
+        );
+        requests = out.UnprocessedItems?.[table] ?? [];
+      }
+    }
+  }
+};
+
+/**
+ * One bucket and one record table per test file, lent in turn to the tests that ask
+ * (`lendTestStorage`) and emptied when given back, instead of a bucket and a table made and
+ * dropped for every test: creating and dropping them is most of an emulator's work for a short
+ * test. Two tests holding storage at once get a pair each. The pairs are dropped after the
+ * file's tests (`dropLentStorage` in test/support/lent-storage.ts, which the setup file
+ * test/support/aws-storage.ts calls).
+ *
+ * Outside vitest (a bench importing the test stores) nothing is pooled: each loan is a pair of
+ * its own, dropped when given back.
+ */
+export interface LentStorage {
+  bucket: string;
+  table: string;
+  /** Empties both and gives them back (or drops them, outside vitest). */
+  giveBack(): Promise<void>;
+}
+
+interface Pair {
+  bucket: TestResource;
+  table: TestResource;
+}
+
+/** Every pair this file made, those not lent now, and the clients that make and empty them. */
+const made: Pair[] = [];
+const free: Pair[] = [];
+let clients: { s3: S3Client; dynamo: DynamoDBClient } | undefined;
+const poolClients = () => {
+  if (!clients) {
+    const own = {
+      s3: makeS3Client({ maxAttempts: 3 }),
+      dynamo: makeDynamoClient({ maxAttempts: 3 }),
+    };
+    clients = own;
+    // Dropped after the file's tests, lent or not (a test that failed may not have given back).
+    onDrop(async () => {
+      clients = undefined;
+      free.length = 0;
+      const pairs = made.splice(0);
+      await Promise.all(pairs.flatMap((p) => [p.bucket.cleanup(), p.table.cleanup()]));
+      own.s3.destroy();
+      own.dynamo.destroy();
+    });
+  }
+  return clients;
+};
+
+const pooling = () => process.env.VITEST !== undefined;
+
+export const lendTestStorage = async (): Promise<LentStorage> => {
+  const { s3, dynamo } = poolClients();
+  let pair = pooling() ? free.pop() : undefined;
+  if (!pair) {
+    const [bucket, table] = await Promise.all([createTestBucket(s3), createTestTable(dynamo)]);
+    pair = { bucket, table };
+    if (pooling()) made.push(pair);
+  }
+  const lent = pair;
+  let given = false;
+  return {
+    bucket: lent.bucket.name,
+    table: lent.table.name,
+    giveBack: async () => {
+      if (given) return;
+      given = true;
+      if (!pooling()) {
+        await Promise.all([lent.bucket.cleanup(), lent.table.cleanup()]);
+        return;
+      }
+      await Promise.all([
+        deleteObjects(s3, lent.bucket.name),
+        deleteItems(dynamo, lent.table.name),
+      ]);
+      free.push(lent);
     },
   };
 };

@@ -12,13 +12,7 @@ import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-st
 import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { ItemKey, RecordStore } from '../../shared/ports/record-store.js';
-import {
-  createTestBucket,
-  createTestTable,
-  hasAwsEmulators,
-  makeDynamoClient,
-  makeS3Client,
-} from './aws.js';
+import { hasAwsEmulators, lendTestStorage, makeDynamoClient, makeS3Client } from './aws.js';
 
 /** A pair of stores for service-level suites, with a way to reach the raw bytes. */
 export interface StorePair {
@@ -104,12 +98,12 @@ export const awsStores: StoreFactory = {
   make: async (clock) => {
     const s3 = makeS3Client({ maxAttempts: 3 });
     const dynamo = makeDynamoClient({ maxAttempts: 3 });
-    const bucket = await createTestBucket(s3);
-    const table = await createTestTable(dynamo);
-    const objects = new S3ObjectStore({ client: s3, bucket: bucket.name });
+    // The file's bucket and table, empty (test/support/aws.ts): made once per file, not per test.
+    const storage = await lendTestStorage();
+    const objects = new S3ObjectStore({ client: s3, bucket: storage.bucket });
     return {
       objects,
-      records: new DynamoRecordStore({ client: dynamo, table: table.name, clock }),
+      records: new DynamoRecordStore({ client: dynamo, table: storage.table, clock }),
       tamper: tamperVia(objects),
       scanKeys: async () => {
         const keys: ItemKey[] = [];
@@ -117,7 +111,7 @@ export const awsStores: StoreFactory = {
         do {
           const page = await dynamo.send(
             new ScanCommand({
-              TableName: table.name,
+              TableName: storage.table,
               ProjectionExpression: 'pk, sk',
               ExclusiveStartKey: start as never,
             }),
@@ -130,7 +124,7 @@ export const awsStores: StoreFactory = {
         return keys;
       },
       cleanup: async () => {
-        await Promise.all([bucket.cleanup(), table.cleanup()]);
+        await storage.giveBack();
         s3.destroy();
         dynamo.destroy();
       },

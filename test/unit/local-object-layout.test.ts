@@ -13,12 +13,13 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import type { LayoutStep } from '../../shared/adapters/local/object-layout.js';
 import { keyToPath } from '../../shared/adapters/local/object-paths.js';
 import { keyToPathV1 } from '../../shared/adapters/local/object-paths-v1.js';
 import { UnavailableError } from '../../shared/domain/errors.js';
+import { bundledScript, removeBundledScripts } from '../support/bundled-script.js';
 
 /**
  * Moving a data directory from object layout 1 (no LAYOUT file) or 2 (a file per object) to
@@ -97,19 +98,28 @@ const expectMigrated = async (keys: readonly string[]) => {
   }
 };
 
+/**
+ * The migration in a child process that kills itself with SIGKILL at the CRASH_AFTER-th
+ * CRASH_STEP (bundled once: test/support/bundled-script.ts).
+ */
+const CRASH_CHILD = `
+  import { acquireDirLock } from './shared/adapters/local/dir-lock.ts';
+  import { ensureLayout } from './shared/adapters/local/object-layout.ts';
+  const { CRASH_DIR: dir = '', CRASH_STEP: at, CRASH_AFTER: after = '1' } = process.env;
+  acquireDirLock(dir);
+  let seen = 0;
+  ensureLayout(dir, (step) => {
+    if (step === at && ++seen < Number(after)) return;
+    if (step === at) process.kill(process.pid, 'SIGKILL');
+  });
+  process.stdout.write('finished without reaching the step\\n');`;
+
+afterAll(removeBundledScripts);
+
 /** Runs the migration in a child process that kills itself with SIGKILL at `step`. */
 const crashAt = async (step: LayoutStep, after = 1): Promise<void> => {
-  const script = `
-    import { acquireDirLock } from './shared/adapters/local/dir-lock.ts';
-    import { ensureLayout } from './shared/adapters/local/object-layout.ts';
-    acquireDirLock(${JSON.stringify(dir)});
-    let seen = 0;
-    ensureLayout(${JSON.stringify(dir)}, (step) => {
-      if (step === ${JSON.stringify(step)} && ++seen < ${after}) return;
-      if (step === ${JSON.stringify(step)}) process.kill(process.pid, 'SIGKILL');
-    });
-    process.stdout.write('finished without reaching the step\\n');`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+  const child = spawn(process.execPath, [await bundledScript(CRASH_CHILD)], {
+    env: { ...process.env, CRASH_DIR: dir, CRASH_STEP: step, CRASH_AFTER: String(after) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
