@@ -119,7 +119,7 @@ describe.each(STORE_FACTORIES)('saver requests per call on $name', (factory) => 
         config = await s.put(config, c, meta, { messages: i + 1 });
       }
       const history = () => s.getDeltaChannelHistory({ config: thread, channels: ['messages'] });
-      expect(await sentBy(history)).toEqual(['GET history']);
+      expect(await sentBy(history)).toEqual(['GET channel-history']);
       const { messages } = await history();
       expect(messages?.seed).toEqual(['m0']);
       expect(messages?.writes.map((w) => w[2])).toEqual(
