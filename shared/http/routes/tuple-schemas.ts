@@ -95,7 +95,7 @@ export const HistoryQuery = z.object({
     }),
 });
 
-export const HistoryResult = z
+export const ChannelHistoryResult = z
   .object({
     channels: z.record(
       z.string(),
@@ -112,7 +112,7 @@ export const HistoryResult = z
       }),
     ),
   })
-  .openapi('HistoryResult', {
+  .openapi('ChannelHistoryResult', {
     example: {
       channels: {
         messages: {

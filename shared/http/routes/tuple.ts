@@ -9,8 +9,8 @@ import { errorResponses, READ_ERRORS, VERIFIED_READ_ERRORS } from '../openapi-er
 import { BEARER_SECURITY, json, StreamParams } from '../schemas.js';
 import { metaFilter } from './checkpoints.js';
 import {
+  ChannelHistoryResult,
   HistoryQuery,
-  HistoryResult,
   TuplePageQuery,
   TuplePageResult,
   TupleQuery,
@@ -94,7 +94,7 @@ export const tupleRoutes = ({ ledger, keys }: TupleRoutesDeps) => {
     middleware: [read] as const,
     request: { params: StreamParams, query: HistoryQuery },
     responses: {
-      200: json(HistoryResult, 'The histories, by channel'),
+      200: json(ChannelHistoryResult, 'The histories, by channel'),
       ...errorResponses(
         READ_ERRORS,
         VERIFIED_READ_ERRORS,
