@@ -12,3 +12,8 @@ export declare const staleReason: (root?: string) => string | undefined;
 export declare const build: (root?: string) => Promise<string[]>;
 /** Builds dist/node under `root` when stale, saying so on stderr; resolves with whether it did. */
 export declare const ensureBuilt: (root?: string) => Promise<boolean>;
+/** How the server's JavaScript is bundled (esbuild options but entries, outdir and externals). */
+export declare const NODE_BUNDLE: Omit<
+  import('esbuild').BuildOptions,
+  'entryPoints' | 'outdir' | 'external'
+> & { metafile: true };

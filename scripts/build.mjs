@@ -70,6 +70,28 @@ const COPIED = { 'durable-writer-thread.mjs': 'shared/adapters/local/durable-wri
 
 const EXTERNAL = ['better-sqlite3', '@aws-sdk/*'];
 
+/**
+ * How the server's JavaScript is bundled: split ES modules for Node 20, with a metafile. Also
+ * what scripts/pack-embedded.ts bundles @hefesto/embedded with (its own entries and externals).
+ */
+export const NODE_BUNDLE = {
+  outExtension: { '.js': '.mjs' },
+  chunkNames: '[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: /** @type {const} */ ('esm'),
+  platform: /** @type {const} */ ('node'),
+  target: 'node20',
+  // The bundled CommonJS packages (pino) `require` Node's modules: an ES module has no
+  // `require` of its own.
+  banner: {
+    js: "import { createRequire as __hefestoRequire } from 'node:module'; const require = __hefestoRequire(import.meta.url);",
+  },
+  legalComments: /** @type {const} */ ('none'),
+  logLevel: /** @type {const} */ ('warning'),
+  metafile: true,
+};
+
 /** Chunks of earlier builds are removed once this old (a running process may still load one). */
 const OLD_CHUNK_MS = 10 * 60_000;
 
@@ -141,22 +163,8 @@ export const build = async (root = REPO_ROOT) => {
         Object.entries(ENTRIES).map(([name, source]) => [name, join(root, source)]),
       ),
       outdir: tmp,
-      outExtension: { '.js': '.mjs' },
-      chunkNames: '[name]-[hash]',
-      bundle: true,
-      splitting: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
+      ...NODE_BUNDLE,
       external: EXTERNAL,
-      // The bundled CommonJS packages (pino) `require` Node's modules: an ES module has no
-      // `require` of its own.
-      banner: {
-        js: "import { createRequire as __hefestoRequire } from 'node:module'; const require = __hefestoRequire(import.meta.url);",
-      },
-      legalComments: 'none',
-      logLevel: 'warning',
-      metafile: true,
     });
     // A source the staleness check does not watch would let the build go stale silently.
     const unwatched = Object.keys(metafile.inputs).filter(

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import ts from 'typescript';
+import { NODE_BUNDLE } from './build.mjs';
 
 /**
  * `npm run pack`'s step for `@hefesto/embedded` (after @hefesto/client: its declarations
@@ -41,20 +42,8 @@ const bundle = async (out: string) => {
       server: join(ROOT, 'functions/server.ts'),
     },
     outdir: out,
-    outExtension: { '.js': '.mjs' },
-    chunkNames: '[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
+    ...NODE_BUNDLE,
     external: EXTERNAL,
-    banner: {
-      js: "import { createRequire as __hefestoRequire } from 'node:module'; const require = __hefestoRequire(import.meta.url);",
-    },
-    legalComments: 'none',
-    logLevel: 'warning',
-    metafile: true,
   });
   const outside = new Set<string>();
   for (const output of Object.values(metafile.outputs)) {

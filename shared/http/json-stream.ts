@@ -6,6 +6,9 @@
  * copy of it as one string. The bytes are those JSON.stringify writes for the same value.
  */
 
+import type { Context, TypedResponse } from 'hono';
+import type { AppEnv } from './context.js';
+
 type Pause = () => Promise<void> | undefined;
 
 /** Text handed to the stream at a time (UTF-16 code units, about as many bytes). */
@@ -123,4 +126,20 @@ export const jsonStream = (
       void pieces.return(undefined);
     },
   });
+};
+
+/**
+ * A 200 answer of `value` as JSON serialized as the socket takes it (jsonStream), with the
+ * request's memory (memory-pool.ts) charged until the body is sent; typed as `c.json` would
+ * type it, so the route's OpenAPI response still checks.
+ */
+export const streamedJson = <T>(
+  c: Context<AppEnv>,
+  value: T,
+  pause: Pause,
+): Response & TypedResponse<T, 200, 'json'> => {
+  const done = c.get('memory')?.retain();
+  return c.body(jsonStream(value, pause, done), 200, {
+    'Content-Type': 'application/json',
+  }) as unknown as Response & TypedResponse<T, 200, 'json'>;
 };

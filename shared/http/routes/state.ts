@@ -12,7 +12,7 @@ import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import { requestDigest } from '../idempotency-key.js';
 import { jsonBodyOf } from '../json-body.js';
-import { jsonStream } from '../json-stream.js';
+import { streamedJson } from '../json-stream.js';
 import {
   APPEND_ERRORS,
   errorResponses,
@@ -175,11 +175,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
     };
     // Serialized as the socket takes it, taking turns of the event loop (json-stream.ts); the
     // request's memory stays charged until the state is sent (memory-pool.ts).
-    const done = c.get('memory')?.retain();
-    const body = jsonStream(result, ledger.states.chunks.pacer.pause, done);
-    return c.body(body, 200, { 'Content-Type': 'application/json' }) as unknown as ReturnType<
-      typeof c.json<typeof result, 200>
-    >;
+    return streamedJson(c, result, ledger.states.chunks.pacer.pause);
   });
 
   const fork = createRoute({

@@ -4,7 +4,7 @@ import type { KeyService } from '../../keys/keys.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
-import { jsonStream } from '../json-stream.js';
+import { streamedJson } from '../json-stream.js';
 import { errorResponses, READ_ERRORS, VERIFIED_READ_ERRORS } from '../openapi-errors.js';
 import { BEARER_SECURITY, json, StreamParams } from '../schemas.js';
 import { metaFilter } from './checkpoints.js';
@@ -72,11 +72,7 @@ export const tupleRoutes = ({ ledger, keys }: TupleRoutesDeps) => {
     });
     if (result.state === undefined) return c.json(result, 200);
     // A whole state is serialized as the socket takes it (as GET .../state does).
-    const done = c.get('memory')?.retain();
-    const body = jsonStream(result, ledger.states.chunks.pacer.pause, done);
-    return c.body(body, 200, { 'Content-Type': 'application/json' }) as unknown as ReturnType<
-      typeof c.json<typeof result, 200>
-    >;
+    return streamedJson(c, result, ledger.states.chunks.pacer.pause);
   });
 
   const history = createRoute({
@@ -158,11 +154,7 @@ export const tupleRoutes = ({ ledger, keys }: TupleRoutesDeps) => {
       memory: c.get('memory'),
     });
     const body = { ...result, next: result.next ?? null };
-    const done = c.get('memory')?.retain();
-    const stream = jsonStream(body, ledger.states.chunks.pacer.pause, done);
-    return c.body(stream, 200, { 'Content-Type': 'application/json' }) as unknown as ReturnType<
-      typeof c.json<typeof body, 200>
-    >;
+    return streamedJson(c, body, ledger.states.chunks.pacer.pause);
   });
 
   return app;
