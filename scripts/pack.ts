@@ -3,7 +3,8 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildSync, transformSync } from 'esbuild';
+import { generateDtsBundle } from 'dts-bundle-generator';
+import { type BuildOptions, buildSync, transformSync } from 'esbuild';
 import { buildEmbedded } from './pack-embedded.js';
 
 /**
@@ -14,7 +15,11 @@ import { buildEmbedded } from './pack-embedded.js';
  * Per package, in order (client first: the langgraph and openai-agents builds resolve
  * `@hefesto/client` to the client's fresh .d.ts):
  *   1. `tsc -p packages/<name>/tsconfig.build.json`: per-file ES modules + .d.ts from the
- *      repository's sources into `dist/packages/build/<name>/esm` (a type error stops here);
+ *      repository's sources into `dist/packages/build/<name>/esm` (a type error stops here).
+ *      The client alone is bundled instead (`bundleClient`): its sources live in
+ *      `shared/client` and `shared/domain`, and per-file output would publish that layout
+ *      (`esm/packages/client/src/index.js`); it ships `esm/index.js`, `cjs/index.js` and one
+ *      `index.d.ts` each (dts-bundle-generator), nothing of the repository's paths;
  *   2. each of those .js files transformed to CommonJS by esbuild into `.../cjs`, the .d.ts
  *      copied beside them, and `cjs/package.json` says `"type": "commonjs"` (so Node and
  *      TypeScript read that tree as CommonJS);
@@ -124,15 +129,57 @@ const writeCommonJs = (esm: string, cjs: string) => {
   writeFileSync(join(cjs, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
 };
 
+/**
+ * Step 1 and 2 for @hefesto/client: one ES module and one CommonJS file bundled from
+ * packages/client/src/index.ts (its dependencies stay imports, but canonicalize, which ships
+ * ES modules only, is bundled into the CommonJS file), and one declaration file bundled by
+ * dts-bundle-generator (which type-checks the sources first: a type error stops here),
+ * copied beside each.
+ */
+const bundleClient = (staged: string) => {
+  const entry = join(ROOT, 'packages/client/src/index.ts');
+  const common: BuildOptions = {
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    legalComments: 'none',
+    logLevel: 'warning',
+  };
+  buildSync({
+    ...common,
+    format: 'esm',
+    packages: 'external',
+    outfile: join(staged, 'esm/index.js'),
+  });
+  buildSync({
+    ...common,
+    format: 'cjs',
+    external: ['fast-json-patch'],
+    outfile: join(staged, 'cjs/index.js'),
+  });
+  writeFileSync(join(staged, 'cjs/package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
+  const [types] = generateDtsBundle(
+    [{ filePath: entry, output: { noBanner: true, exportReferencedTypes: false } }],
+    { preferredConfigPath: join(ROOT, 'packages/client/tsconfig.build.json') },
+  );
+  if (!types) throw new Error('dts-bundle-generator wrote no declarations for the client');
+  for (const tree of ['esm', 'cjs']) writeFileSync(join(staged, tree, 'index.d.ts'), types);
+};
+
 const buildPackage = (name: (typeof PACKAGES)[number], root: Manifest): string => {
   const source = join(ROOT, 'packages', name);
   const staged = join(BUILD, name);
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', join(source, 'tsconfig.build.json')], {
-    cwd: ROOT,
-    stdio: 'inherit',
-  });
-  writeCommonJs(join(staged, 'esm'), join(staged, 'cjs'));
+  if (name === 'client') {
+    bundleClient(staged);
+  } else {
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    execFileSync(process.execPath, [tsc, '-p', join(source, 'tsconfig.build.json')], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
+    writeCommonJs(join(staged, 'esm'), join(staged, 'cjs'));
+  }
   const manifest = stampManifest(readJson(join(source, 'package.json')), root);
   writeFileSync(join(staged, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   copyFileSync(join(source, 'README.md'), join(staged, 'README.md'));

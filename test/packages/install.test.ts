@@ -211,13 +211,35 @@ describe('installable packages', () => {
   });
 
   describe('@hefesto/client', () => {
-    it('ships only the SDK, the harness and the domain code they use', () => {
+    it('ships one bundled module and one declaration file per format, nothing of the repository layout', () => {
       const files = packageFiles(join(project, 'node_modules/@hefesto/client'));
-      const allowed =
-        /^(package\.json|README\.md|cjs\/package\.json|cjs\/vendor\/canonicalize\.cjs|(esm|cjs)\/(shared\/(client|domain|domain\/merkle|domain\/state-v2)|packages\/client\/src)\/[a-z0-9-]+\.(js|d\.ts))$/;
-      expect(files.filter((f) => !allowed.test(f))).toEqual([]);
-      expect(files).toContain('esm/shared/client/harness.js');
-      expect(files).toContain('cjs/shared/client/harness.d.ts');
+      expect(files.sort()).toEqual([
+        'README.md',
+        'cjs/index.d.ts',
+        'cjs/index.js',
+        'cjs/package.json',
+        'esm/index.d.ts',
+        'esm/index.js',
+        'package.json',
+      ]);
+      const manifest = readFileSync(
+        join(project, 'node_modules/@hefesto/client/package.json'),
+        'utf8',
+      );
+      expect(manifest).not.toMatch(/shared\/|packages\//);
+    });
+
+    it('has typings that import nothing: no zod, no server module, no repository path', () => {
+      for (const format of ['esm', 'cjs']) {
+        const types = readFileSync(
+          join(project, `node_modules/@hefesto/client/${format}/index.d.ts`),
+          'utf8',
+        );
+        expect(types).not.toMatch(/^\s*(import|export)\b[^;]*\bfrom\s/m);
+        expect(types).not.toMatch(/\bimport\(/);
+        expect(types).not.toMatch(/zod|hono|shared\/|packages\//);
+        expect(types).toContain('export declare class HefestoClient');
+      }
     });
 
     it('depends on no server package', () => {
@@ -247,9 +269,7 @@ describe('installable packages', () => {
         );
         expect(graph.files.filter((f) => !ours.test(f))).toEqual([]);
         expect(graph.external.filter((x) => !/^node:|^@langchain\//.test(x))).toEqual([]);
-        expect(graph.files).toContain(
-          `node_modules/@hefesto/client/${format}/shared/client/client.js`,
-        );
+        expect(graph.files).toContain(`node_modules/@hefesto/client/${format}/index.js`);
       });
     }
 

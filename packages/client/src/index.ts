@@ -5,8 +5,9 @@
  *
  * This file is the package's only entry: the sources stay in `shared/client` and
  * `shared/domain` (the pure hashing, canonical encoding, verification and state code they
- * use); `scripts/pack.ts` compiles them from here. `export *` so that what `shared/client`
- * adds is published without a second list to keep in step.
+ * use); `scripts/pack.ts` bundles them from here into one module and one declaration
+ * file per format, so the package shows none of the repository's paths. `export *` so
+ * that what `shared/client` adds is published without a second list to keep in step.
  *
  * @example
  * ```ts
