@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
+import { bundledScript, removeBundledScripts } from '../support/bundled-script.js';
 import { bodyOf } from './vacuum-crash-bodies.js';
 
 /**
@@ -15,20 +16,20 @@ import { bodyOf } from './vacuum-crash-bodies.js';
  */
 
 const dirs: string[] = [];
+/** vacuum-crash-child.ts bundled once: each run is a bare `node FILE dir`. */
+let CHILD: string;
+beforeAll(async () => {
+  CHILD = await bundledScript("import './test/e2e/vacuum-crash-child.ts';");
+});
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  removeBundledScripts();
 });
 
 /** Runs the child until it has acknowledged `deletes` deletions, then SIGKILLs it. */
 const runAndKill = (dir: string, deletes: number) =>
   new Promise<{ acked: string[]; vacuums: number }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(__dirname, 'vacuum-crash-child.ts'), dir],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
+    const child = spawn(process.execPath, [CHILD, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
     const acked: string[] = [];
     let vacuums = 0;
     let buffer = '';

@@ -2,9 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../packages/embedded/src/index.js';
 import { DataDirInUseError } from '../../shared/domain/errors.js';
+import { bundledScript, removeBundledScripts } from '../support/bundled-script.js';
 
 /**
  * The engine in a host process of its own (fixtures/hold.ts): one process holds a data
@@ -12,7 +13,12 @@ import { DataDirInUseError } from '../../shared/domain/errors.js';
  */
 
 const REPO = join(import.meta.dirname, '../..');
-const HOST = join(import.meta.dirname, 'fixtures/hold.ts');
+/** fixtures/hold.ts bundled once, so each host is a bare `node FILE` (test/support/bundled-script.ts). */
+let HOST: string;
+beforeAll(async () => {
+  HOST = await bundledScript("import './test/embedded/fixtures/hold.ts';");
+});
+afterAll(removeBundledScripts);
 
 let dir: string;
 const children: ChildProcess[] = [];
@@ -35,7 +41,7 @@ interface Host {
 }
 
 const host = (mode: 'hold' | 'idle', stream = 'host-1'): Host => {
-  const child = spawn(process.execPath, ['--import', 'tsx', HOST], {
+  const child = spawn(process.execPath, [HOST], {
     cwd: REPO,
     env: { ...process.env, DATA_DIR: dir, MODE: mode, STREAM: stream },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -2,15 +2,29 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { DataDirInUseError, UnavailableError } from '../../shared/domain/errors.js';
+import { bundledScript, removeBundledScripts } from '../support/bundled-script.js';
 
 /**
  * The data directory lock (dir-lock.ts): held by the kernel for as long as its holder lives,
  * whatever pid anything names. The server-level cases (SIGKILL then restart while the dead
  * server is a zombie, a fresh PID namespace, two servers) are in test/e2e/dir-lock.test.ts.
  */
+
+/** A child that takes the lock of the directory it is given and holds it until killed. */
+const HOLDER = `
+  import { LocalObjectStore } from './shared/adapters/local/local-object-store.ts';
+  new LocalObjectStore({ dir: process.argv[2] });
+  process.stdout.write('held\\n');
+  setInterval(() => {}, 1000);`;
+
+/** A child that tries the lock once: exit 0 if it got it, 3 (and the message) if refused. */
+const TRIER = `
+  import { LocalObjectStore } from './shared/adapters/local/local-object-store.ts';
+  try { new LocalObjectStore({ dir: process.argv[2] }); process.exit(0); }
+  catch (err) { process.stdout.write(err.message); process.exit(3); }`;
 
 let dir: string;
 const children: ChildProcess[] = [];
@@ -19,6 +33,7 @@ const open: LocalObjectStore[] = [];
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'hefesto-lock-'));
 });
+afterAll(removeBundledScripts);
 afterEach(() => {
   for (const store of open.splice(0)) store.close();
   for (const child of children.splice(0)) child.kill('SIGKILL');
@@ -42,12 +57,7 @@ const refusal = (): Error => {
 
 /** Another process holding the lock of `dir`; resolves once it holds it. */
 const holdInChild = async (): Promise<ChildProcess> => {
-  const script = `
-    import { LocalObjectStore } from './shared/adapters/local/local-object-store.ts';
-    new LocalObjectStore({ dir: ${JSON.stringify(dir)} });
-    process.stdout.write('held\\n');
-    setInterval(() => {}, 1000);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+  const child = spawn(process.execPath, [await bundledScript(HOLDER), dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
@@ -59,12 +69,8 @@ const holdInChild = async (): Promise<ChildProcess> => {
 };
 
 /** Whether another process, trying now, is refused the lock of `dir`. */
-const refusedToChild = (): boolean => {
-  const script = `
-    import { LocalObjectStore } from './shared/adapters/local/local-object-store.ts';
-    try { new LocalObjectStore({ dir: ${JSON.stringify(dir)} }); process.exit(0); }
-    catch (err) { process.stdout.write(err.message); process.exit(3); }`;
-  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script]);
+const refusedToChild = async (): Promise<boolean> => {
+  const run = spawnSync(process.execPath, [await bundledScript(TRIER), dir]);
   if (run.status !== 0 && run.status !== 3) throw new Error(run.stderr.toString());
   return run.status === 3 && run.stdout.toString().includes('is in use by another Hefesto server');
 };
@@ -85,12 +91,12 @@ describe('data directory lock', () => {
       );
     });
 
-    it('keeps holding it after refusing a second store of this process', () => {
+    it('keeps holding it after refusing a second store of this process', async () => {
       // SQLite defers closing the refused connection's descriptor: closing it would drop
       // this process's fcntl locks on the file.
       openStore();
       refusal();
-      expect(refusedToChild()).toBe(true);
+      expect(await refusedToChild()).toBe(true);
     });
 
     it('refuses while another process holds it, and opens once that process is killed', async () => {

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   loadKeyRing,
   loadOrCreateSigningKey,
@@ -13,6 +13,7 @@ import {
 } from '../../shared/adapters/local/signing-key-file.js';
 import { InvalidFormatError, InvalidInputError } from '../../shared/domain/errors.js';
 import { signTreeHead } from '../../shared/domain/signed-head.js';
+import { bundledScript, removeBundledScripts } from '../support/bundled-script.js';
 
 const fields = {
   tenant: 'acme',
@@ -28,6 +29,7 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'hefesto-keys-'));
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(removeBundledScripts);
 
 describe('signing key file', () => {
   it('is created with mode 0600 at first start and loaded afterwards', () => {
@@ -43,14 +45,10 @@ describe('signing key file', () => {
 
   it('gives one key to processes that start at the same time', async () => {
     const run = promisify(execFile);
-    const script = `
-      const { loadOrCreateSigningKey } = await import(${JSON.stringify(
-        new URL('../../shared/adapters/local/signing-key-file.ts', import.meta.url).pathname,
-      )});
-      console.log(loadOrCreateSigningKey(process.argv[1]).signer.keyId);`;
-    const children = Array.from({ length: 4 }, () =>
-      run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dir]),
-    );
+    const script = await bundledScript(`
+      import { loadOrCreateSigningKey } from './shared/adapters/local/signing-key-file.ts';
+      console.log(loadOrCreateSigningKey(process.argv[2]).signer.keyId);`);
+    const children = Array.from({ length: 4 }, () => run(process.execPath, [script, dir]));
     const ids = (await Promise.all(children)).map((c) => c.stdout.trim());
     expect(new Set(ids).size).toBe(1);
     expect(loadOrCreateSigningKey(dir).signer.keyId).toBe(ids[0]);
