@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundledScript, removeBundledScripts } from '../support/bundled-script.js';
 import { type Backend, backends, ROOT } from './backends.js';
 
 /**
@@ -13,10 +14,15 @@ import { type Backend, backends, ROOT } from './backends.js';
  * file, which outlives the kill) must have happened once per step.
  */
 
-const FIXTURE = 'test/langgraph/fixtures/fifty-steps.ts';
+/** fixtures/fifty-steps.ts bundled once, so each run is a bare `node FILE`. */
+let FIXTURE: string;
+beforeAll(async () => {
+  FIXTURE = await bundledScript("import './test/langgraph/fixtures/fifty-steps.ts';");
+});
+afterAll(removeBundledScripts);
 
 const run = (env: Record<string, string>) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+  const child = spawn(process.execPath, [FIXTURE], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
