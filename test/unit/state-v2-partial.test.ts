@@ -73,7 +73,8 @@ describe('partial states', () => {
       ),
       { numRuns: 60 },
     );
-  });
+    // 60 runs of hashing and proving: CPU-bound, about 10 s quiet, over 30 s at load 18.
+  }, 120_000);
 
   it('reads only the chunks the ops and the path go through', async () => {
     const messages = Array.from({ length: 10_000 }, (_, i) => ({ role: 'user', i }));
