@@ -15,7 +15,7 @@ import type { TamperedObject } from './tampered.js';
  * - `authority`: whoever writes them holds the power they grant (API keys: whoever can write
  *   the table can mint keys). The threat model says so; nothing detects it.
  *
- * test/integration/tamper-matrix.test.ts enumerates these kinds: it tampers with each on every
+ * test/support/tamper-matrix-suite.ts enumerates these kinds: it tampers with each on every
  * adapter and asserts what is written here, and fails on a stored key no kind claims.
  */
 

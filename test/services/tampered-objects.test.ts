@@ -13,7 +13,7 @@ import { compactionWorld, manualClock, type World } from '../support/compaction.
 import { allStores, type StorePair } from '../support/stores.js';
 
 /**
- * Found by the tamper matrix (test/integration/tamper-matrix.test.ts): an index record copied
+ * Found by the tamper matrix (test/support/tamper-matrix-suite.ts): an index record copied
  * under another seq's key served another seq's state, and a damaged base or fork origin failed
  * reads as a `segment`. Now a record whose key and body name different seqs is refused, and a
  * read fails naming the object that is bad.

@@ -29,7 +29,7 @@ import {
 } from './tamper-world.js';
 
 /**
- * The detectors of the tamper matrix (test/integration/tamper-matrix.test.ts), each run by a
+ * The detectors of the tamper matrix (test/support/tamper-matrix-suite.ts), each run by a
  * new process's worth of state (a new ledger, a new app: no cache of an earlier read):
  *
  * - `reads`: every read the server answers from the tampered streams, each either exactly

@@ -20,7 +20,7 @@ import { type Inventory, inventory, type StoresView, tracked } from './tamper-st
 import { makeWitness } from './witness.js';
 
 /**
- * A deployment with one of every storage kind in it (test/integration/tamper-matrix.test.ts):
+ * A deployment with one of every storage kind in it (test/support/tamper-matrix-suite.ts):
  * streams with events, idempotent appends, labelled checkpoints (metadata, parents), a value
  * set by ref, bases (snapshots v2, and v1 in a stream of its own), forks of both, pending
  * writes, an effect, writer leases, a fenced writer refused, compaction passes (merges, tiles,

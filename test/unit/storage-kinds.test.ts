@@ -23,7 +23,7 @@ import { LIMITED_READS } from '../support/tamper-probes.js';
 /**
  * The storage-kinds module (shared/chain/storage-kinds.ts) against the keys the builders
  * of storage-keys.ts make, and against docs/ledger-format.md, "Storage kinds and the tamper
- * matrix". The tamper matrix itself is test/integration/tamper-matrix.test.ts.
+ * matrix". The tamper matrix itself is test/support/tamper-matrix-suite.ts.
  */
 
 const DIGEST = 'ab'.repeat(32);

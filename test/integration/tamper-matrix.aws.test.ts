@@ -1,0 +1,4 @@
+import { tamperMatrixOn } from '../support/tamper-matrix-suite.js';
+
+/** The tamper matrix (test/support/tamper-matrix-suite.ts) on the aws stores. */
+tamperMatrixOn('aws');
