@@ -30,6 +30,8 @@ export interface Capacity {
    * `writeUnitsOf` reads the items afterwards and prices them by size.
    */
   written: Array<{ table: string; key: Record<string, unknown>; transactional: boolean }>;
+  /** Bytes of the objects PutObject sent (what inlining them into a record would add). */
+  putBytes: number;
 }
 
 export const noCapacity = (): Capacity => ({
@@ -38,6 +40,7 @@ export const noCapacity = (): Capacity => ({
   transactWrites: 0,
   conditionChecks: 0,
   written: [],
+  putBytes: 0,
 });
 
 type Next = (args: { input: Record<string, unknown> }) => Promise<{ output: unknown }>;
@@ -135,6 +138,12 @@ export const counted = <C extends S3Client | DynamoDBClient>(
       const name = `${context.clientName?.replace('Client', '') ?? '?'} ${command}`;
       counts[name] = (counts[name] ?? 0) + 1;
       const dynamo = capacity !== undefined && context.clientName === 'DynamoDBClient';
+      const body = args.input.Body;
+      if (capacity && command === 'PutObjectCommand' && body instanceof Uint8Array) {
+        capacity.putBytes += body.length;
+      } else if (capacity && command === 'PutObjectCommand' && typeof body === 'string') {
+        capacity.putBytes += Buffer.byteLength(body);
+      }
       if (dynamo && args.input.ReturnConsumedCapacity === undefined) {
         args.input.ReturnConsumedCapacity = 'TOTAL';
       }

@@ -42,6 +42,10 @@ export interface OperationUsage {
    * (for a deleted item, 1 KB).
    */
   writeUnits: number;
+  /** Bytes of the objects written to S3. */
+  putBytes: number;
+  /** The sort keys' kinds of the records written (up to the first `#`). */
+  recordsWritten: string[];
   /** Bytes and lines the service logged for it (its request line). */
   logBytes: number;
   logLines: number;
@@ -108,8 +112,23 @@ const writeUnitsOfWith = async (client: DynamoDBClient, capacity: Capacity) => {
 
 const event = (i: number) => ({ type: 'observation', payload: { i, text: 'x'.repeat(140) } });
 
-/** Runs the scenario; undefined when no emulator endpoints are configured. */
-export const measureOperations = async (): Promise<OperationUsage[] | undefined> => {
+/** Mean wall and CPU ms of an operation repeated on a warm instance (the emulators). */
+export interface Timing {
+  wallMs: number;
+  cpuMs: number;
+}
+
+export interface Measured {
+  operations: OperationUsage[];
+  /** With `timed > 0`: an append of 1 event, and a LangGraph step (putWrites, then put). */
+  timing?: { append: Timing; step: Timing; runs: number };
+}
+
+/**
+ * Runs the scenario, then (`timed > 0`) that many appends and LangGraph steps timed;
+ * undefined when no emulator endpoints are configured.
+ */
+export const measureOperations = async (timed = 0): Promise<Measured | undefined> => {
   if (!hasAwsEmulators()) return undefined;
   const bucket = await createTestBucket();
   const table = await createTestTable();
@@ -159,6 +178,11 @@ export const measureOperations = async (): Promise<OperationUsage[] | undefined>
         conditionChecks: instance.capacity.conditionChecks,
         transactWrites: instance.capacity.transactWrites,
         writeUnits: await writeUnitsOf(instance.capacity),
+        putBytes: instance.capacity.putBytes,
+        recordsWritten: instance.capacity.written.map(({ key }) => {
+          const sk = String((key.sk as { S?: string } | undefined)?.S ?? '?');
+          return sk.includes('#') ? sk.slice(0, sk.indexOf('#') + 1) : sk;
+        }),
         logBytes: instance.log.bytes,
         logLines: instance.log.lines,
         wallMs,
@@ -247,7 +271,28 @@ export const measureOperations = async (): Promise<OperationUsage[] | undefined>
     await measure('LangGraph getTuple (the tip this saver holds)', warm, () =>
       saver.getTuple(thread),
     );
-    return results;
+    if (timed === 0) return { operations: results };
+    const time = async (run: (i: number) => Promise<unknown>): Promise<Timing> => {
+      for (let i = 0; i < 5; i++) await run(-1 - i);
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < timed; i++) await run(i);
+      const cpu = process.cpuUsage(cpu0);
+      return {
+        wallMs: (performance.now() - t0) / timed,
+        cpuMs: (cpu.user + cpu.system) / 1000 / timed,
+      };
+    };
+    const appendTiming = await time((i) =>
+      call(warm, '/v1/streams/timed/events', { events: [event(i)] }),
+    );
+    let n = 11;
+    const step = await time(async () => {
+      await saver.putWrites(config, [['messages', `w${n}`]], `task-${n}`);
+      config = await saver.put(config, ckpt(n), meta, { messages: n });
+      n++;
+    });
+    return { operations: results, timing: { append: appendTiming, step, runs: timed } };
   } finally {
     warm.close();
     cold.close();

@@ -45,7 +45,7 @@ describe.skipIf(!hasAwsEmulators())('storage requests per operation on S3 + Dyna
   let usage: Map<string, OperationUsage>;
   beforeAll(async () => {
     const measured = await measureOperations();
-    usage = new Map((measured ?? []).map((u) => [u.operation, u]));
+    usage = new Map((measured?.operations ?? []).map((u) => [u.operation, u]));
   }, 120_000);
 
   it('measures every operation the cost table prices, each in one HTTP request', () => {
