@@ -217,6 +217,50 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
           ] as const,
       ),
     ] as const;
+    // Issue 25's budgets, the same run: a lean request path.
+    const lean = [
+      [
+        'server CPU per append / per GET /healthz (1 client)',
+        cpu(one) / cpu(health),
+        '<= 5',
+        cpu(one) / cpu(health) <= 5,
+      ],
+      [
+        'append p50 / GET /healthz p50 (1 client)',
+        p(one, 0.5) / p(health, 0.5),
+        '<= 3',
+        p(one, 0.5) / p(health, 0.5) <= 3,
+      ],
+      [
+        'GET /healthz p99 while 64 clients append (ms)',
+        quantile(probes, 0.99),
+        '< 20',
+        quantile(probes, 0.99) < 20,
+      ],
+      ['server CPU ms per append (1 client)', cpu(one), 'printed', undefined],
+      ['server CPU ms per GET /healthz (1 client)', cpu(health), 'printed', undefined],
+      [
+        'appends per server-CPU-second (64 clients)',
+        sixtyFour.requests / (sixtyFour.serverCpuMs / 1000),
+        'printed',
+        undefined,
+      ],
+      [
+        'server cores used (64 clients: server CPU s / wall s)',
+        sixtyFour.serverCpuMs / 1000 / sixtyFour.seconds,
+        'printed',
+        undefined,
+      ],
+    ] as const;
+    printTable(
+      'Budgets (issue 25, a lean request path), from this run',
+      lean.map(([name, value, budget, met]) => ({
+        figure: name,
+        value: value.toFixed(2),
+        budget,
+        met: met === undefined ? '-' : met ? 'yes' : 'NO',
+      })),
+    );
     printTable(
       'Budgets (issue 16), from this run',
       budgets.map(([name, value, budget, met]) => ({

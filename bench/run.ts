@@ -1,3 +1,4 @@
+import { runAwsCostsBench } from './aws-costs.js';
 import { runBundleBench } from './bundle.js';
 import { runCheckpointBench } from './checkpoints.js';
 import { runCheckpointV2Bench } from './checkpoints-v2.js';
@@ -23,6 +24,7 @@ console.log(`# Hefesto benchmarks — node ${process.version}, ${new Date().toIS
 runLedgerBench();
 await runStartupBench();
 await runHttpBench();
+await runAwsCostsBench();
 await runCheckpointBench();
 await runStateV2Bench();
 await runCheckpointV2Bench();

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { pino } from 'pino';
+import { type DestinationStream, pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import { checkPinnedKeyIds } from '../../shared/adapters/aws/signing-secret.js';
@@ -47,15 +47,31 @@ export const checkAwsSigning = async (settings: AwsSettings, ring: KeyRing): Pro
   }
 };
 
+/**
+ * Components the Lambda entry makes itself, given instead by the cost bench and its test
+ * (bench/aws-operations.ts): SDK clients with a counting middleware, a log destination that
+ * counts bytes. The wiring is otherwise the function's own.
+ */
+export interface AwsComponents {
+  s3?: S3Client;
+  dynamo?: DynamoDBClient;
+  logDestination?: DestinationStream;
+}
+
 export const createAwsApp = (
   settings: AwsSettings,
   signing?: KeyRing,
   assets: StaticAssets = noStaticAssets,
+  components: AwsComponents = {},
 ): OpenAPIHono<AppEnv> => {
   const clock = systemClock;
-  const logger = pino({ level: settings.logLevel });
-  const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
-  const dynamo = new DynamoDBClient({ maxAttempts: 1 });
+  const logOptions = { level: settings.logLevel };
+  const logger = components.logDestination
+    ? pino(logOptions, components.logDestination)
+    : pino(logOptions);
+  const s3 =
+    components.s3 ?? new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
+  const dynamo = components.dynamo ?? new DynamoDBClient({ maxAttempts: 1 });
   const objects = new S3ObjectStore({ client: s3, bucket: settings.bucket });
   const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
   const ledger = new Ledger(

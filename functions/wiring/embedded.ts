@@ -110,7 +110,9 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
         logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },
   );
-  const keys = new KeyService({ records, clock, rootKey: settings.apiKey });
+  // This process holds the data dir alone (its LOCK), so every revocation goes through this
+  // service: key lookups are cached (keys.ts, cacheLookups).
+  const keys = new KeyService({ records, clock, rootKey: settings.apiKey, cacheLookups: true });
   // The witness: a directory beside the objects (write-once files; local-witness-store.ts).
   const witness = new LocalWitnessStore(join(settings.dataDir, 'witness'));
   const compactor = createCompactor(

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import {
   InvalidInputError,
@@ -37,22 +37,39 @@ export const jsonBody = ({
       throw new PayloadTooLargeError(`the request body exceeds ${maxBytes} bytes`);
     },
   });
+  const parse = async (c: Context<AppEnv>, next: Next) => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      throw new InvalidInputError('the request body is not valid JSON');
+    }
+    if (exceedsDepth(body, maxDepth)) {
+      throw new InvalidInputError(`the request body nests deeper than ${maxDepth} levels`);
+    }
+    await next();
+  };
   return async function jsonBody(c, next) {
     if (!isJson(c.req.header('content-type'))) {
       throw new UnsupportedMediaTypeError('the request body must be application/json');
     }
-    await limit(c, async () => {
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch {
-        throw new InvalidInputError('the request body is not valid JSON');
+    // A declared length (and no transfer coding) is the body's length: the HTTP parser reads
+    // no more. Checked here, so the body is read once, straight from the connection, by the
+    // adapter's fast path; hono's bodyLimit would first turn the request into a Web Request
+    // and its body into a web stream (issue 25's profile: ~0.2 ms of an append's CPU).
+    const declared = c.req.header('content-length');
+    if (
+      declared !== undefined &&
+      /^\d+$/.test(declared) &&
+      c.req.header('transfer-encoding') === undefined
+    ) {
+      if (Number(declared) > maxBytes) {
+        throw new PayloadTooLargeError(`the request body exceeds ${maxBytes} bytes`);
       }
-      if (exceedsDepth(body, maxDepth)) {
-        throw new InvalidInputError(`the request body nests deeper than ${maxDepth} levels`);
-      }
-      await next();
-    });
+      return parse(c, next);
+    }
+    // A streamed body: counted as it is read, refused as soon as it passes the limit.
+    await limit(c, () => parse(c, next));
   };
 };
 

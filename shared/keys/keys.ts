@@ -73,7 +73,19 @@ export interface KeyServiceOptions {
   rootKey?: string | undefined;
   /** Source of key ids and secrets. Default: node:crypto randomBytes. */
   randomBytes?: (size: number) => Uint8Array;
+  /**
+   * Keep the key records this service read in memory, so a key's requests after its first
+   * read no record. Only for a service that is the one writer of its key records (the
+   * embedded server and engine, which hold their data dir alone: docs/operations.md, "One
+   * holder"): a revocation goes through `revoke`, which drops the entry before it returns,
+   * so it is as immediate as without the cache. Never on AWS, where other instances revoke.
+   * Default false.
+   */
+  cacheLookups?: boolean;
 }
+
+/** Cached key records at most (the oldest read goes first). */
+const MAX_CACHED_KEYS = 10_000;
 
 const KEY_PATTERN = /^hk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 const KEY_ID_PATTERN = /^[0-9a-f]{16}$/;
@@ -110,12 +122,20 @@ export class KeyService {
   readonly #random: (size: number) => Uint8Array;
   /** Process keys by the hex SHA-256 of the key (see the module comment). */
   readonly #processKeys = new Map<string, Principal>();
+  /** With `cacheLookups`: valid (unrevoked) key records by key id. */
+  readonly #cache: Map<string, { hash: Buffer; principal: Principal }> | undefined;
+  /**
+   * Moves on with every revocation: a lookup that read its record before one finished
+   * does not cache it (it may be the record from before the revocation).
+   */
+  #revocations = 0;
 
   constructor(options: KeyServiceOptions) {
     this.#records = options.records;
     this.#clock = options.clock;
     this.#rootHash = options.rootKey ? sha256(options.rootKey) : undefined;
     this.#random = options.randomBytes ?? nodeRandomBytes;
+    this.#cache = options.cacheLookups ? new Map() : undefined;
   }
 
   /** The principal of a presented key; any failure is the same ErrUnauthorized. */
@@ -129,13 +149,33 @@ export class KeyService {
     if (keyId === undefined) throw new UnauthorizedError();
     const held = this.#processKeys.get(presented.toString('hex'));
     if (held) return held;
+    const cached = this.#cache?.get(keyId);
+    if (cached) {
+      if (!sameHash(presented, cached.hash)) throw new UnauthorizedError();
+      return cached.principal;
+    }
+    const revocations = this.#revocations;
     const item = await this.#records.get(apiKeyRecordKey(keyId));
     const record = item && toKeyRecord(item);
     if (!record || record.revokedAt !== undefined || !isHexHash(record.hash)) {
       throw new UnauthorizedError();
     }
-    if (!sameHash(presented, Buffer.from(record.hash, 'hex'))) throw new UnauthorizedError();
-    return { keyId, tenant: record.tenant, scopes: record.scopes, root: record.operator };
+    const hash = Buffer.from(record.hash, 'hex');
+    if (!sameHash(presented, hash)) throw new UnauthorizedError();
+    const principal = {
+      keyId,
+      tenant: record.tenant,
+      scopes: record.scopes,
+      root: record.operator,
+    };
+    if (this.#cache && revocations === this.#revocations) {
+      if (this.#cache.size >= MAX_CACHED_KEYS) {
+        const oldest = this.#cache.keys().next().value;
+        if (oldest !== undefined) this.#cache.delete(oldest);
+      }
+      this.#cache.set(keyId, { hash, principal });
+    }
+    return principal;
   }
 
   /**
@@ -198,11 +238,20 @@ export class KeyService {
     const record = item && toKeyRecord(item);
     if (!record || (!by.root && record.tenant !== by.tenant)) throw notFound;
     if (record.revokedAt !== undefined) return;
-    await this.#records.update(
-      key,
-      { set: { revokedAt: this.#clock.now() } },
-      { conditions: [{ op: 'exists' }] },
-    );
+    // Dropped before the write (a lookup meanwhile reads the record) and after it.
+    this.#revocations++;
+    this.#cache?.delete(keyId);
+    try {
+      await this.#records.update(
+        key,
+        { set: { revokedAt: this.#clock.now() } },
+        { conditions: [{ op: 'exists' }] },
+      );
+    } finally {
+      // Also when the write failed: it may have happened (a lost reply).
+      this.#revocations++;
+      this.#cache?.delete(keyId);
+    }
   }
 
   /**
