@@ -10,8 +10,8 @@
  * `step` and `parents` only, so the node that ran and the nodes next are derived:
  *   - ran: the nodes whose `versions_seen` changed from the parent checkpoint;
  *   - writes: the parent's pending writes of those tasks (their task paths name the node);
- *   - next: the nodes whose trigger channel (`branch:to:<node>`, `__start__`) has a version
- *     newer than the one the node last saw;
+ *   - next: the nodes whose trigger channel (`branch:to:<node>`, `__start__`) holds a value
+ *     with a version newer than the one the node last saw;
  *   - interrupts: the checkpoint's own pending writes on `__interrupt__` (and `__error__`).
  *
  * OpenAI Agents (HefestoSession, packages/openai-agents): the session's stream holds
@@ -252,6 +252,7 @@ export const stepsOf = (tuples: Tuple[]): Step[] => {
         value: w.ref ? { $byRef: true, bytes: w.ref.size } : decodeValue(w.value),
       }));
     const versions = ck.channel_versions ?? {};
+    const values = (t.state.values ?? {}) as Record<string, unknown>;
     const next = Object.keys(versions)
       .map((ch) =>
         ch.startsWith('branch:to:') ? ch.slice('branch:to:'.length) : ch === '__start__' ? ch : '',
@@ -259,7 +260,9 @@ export const stepsOf = (tuples: Tuple[]): Step[] => {
       .filter((node) => {
         if (node === '') return false;
         const ch = node === '__start__' ? node : `branch:to:${node}`;
-        return newer(versions[ch], seen[node]?.[ch]);
+        // A trigger the node consumed is emptied (its value gone from the checkpoint) and
+        // versioned on: only one that holds a value and is newer than the node saw triggers.
+        return ch in values && newer(versions[ch], seen[node]?.[ch]);
       });
     const own = (w: StoredWrite) => ({
       node: nodeOfTaskPath(w.taskPath),
@@ -405,7 +408,8 @@ export const agentsItem = (item: unknown): ChatMessage => {
         {
           id: typeof it.callId === 'string' ? it.callId : undefined,
           name: String(it.name ?? it.type),
-          args: typeof it.arguments === 'string' ? it.arguments : JSON.stringify(it.arguments ?? {}),
+          args:
+            typeof it.arguments === 'string' ? it.arguments : JSON.stringify(it.arguments ?? {}),
         },
       ],
     };
@@ -417,7 +421,8 @@ export const agentsItem = (item: unknown): ChatMessage => {
       toolCallId: typeof it.callId === 'string' ? it.callId : undefined,
       name: typeof it.name === 'string' ? it.name : undefined,
     };
-  if (it.type === 'reasoning') return { role: 'reasoning', text: textOf(it.content), toolCalls: [] };
+  if (it.type === 'reasoning')
+    return { role: 'reasoning', text: textOf(it.content), toolCalls: [] };
   return {
     role: typeof it.role === 'string' ? it.role : String(it.type ?? 'item'),
     text: textOf(it.content),

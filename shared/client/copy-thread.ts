@@ -95,7 +95,7 @@ export const copyThreadVia = async (
   let prev: Record<string, unknown> = {};
   const held = new Set<string>();
   for (const t of chain) {
-    const next = { ...t.state, thread: req.to.threadId };
+    const next: Record<string, unknown> = { ...t.state, thread: req.to.threadId };
     delete next._held;
     const ops: Array<Record<string, unknown>> = [];
     for (const k of Object.keys(prev))
