@@ -91,7 +91,7 @@ export const pathPicture = (
     ),
   );
   if (forkedFrom)
-    root.append(svg('text', { x: 4, y: 14, class: 'fork-origin' }, `⑂ forked from ${forkedFrom}`));
+    root.append(svg('text', { x: 4, y: 14, class: 'fork-origin' }, `↱ forked from ${forkedFrom}`));
   nodes.forEach((n, i) => {
     const row = Math.floor(i / PER_ROW);
     const col = i % PER_ROW;
@@ -106,7 +106,7 @@ export const pathPicture = (
     ]
       .filter(Boolean)
       .join(' ');
-    const mark = n.interrupted ? '⏸ ' : n.failed ? '✖ ' : n.forked ? '⑂ ' : '';
+    const mark = n.interrupted ? '‖ ' : n.failed ? '✖ ' : n.forked ? '↱ ' : '';
     const g = svg(
       'g',
       { class: cls, 'data-node': n.name },

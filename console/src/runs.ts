@@ -45,16 +45,24 @@ export interface Tuple {
 
 // ——— stream ids ———
 
+/** UTF-8 bytes of a character from its lead byte. */
+const utf8Length = (lead: number): number =>
+  lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+
+/** `:` + the hex of one character's UTF-8 bytes, back to the character (stream-ids.ts). */
 const unescapePart = (part: string): string => {
   const bytes: number[] = [];
   for (let i = 0; i < part.length; ) {
-    if (part[i] === ':' && /^[0-9a-f]{2}$/.test(part.slice(i + 1, i + 3))) {
-      bytes.push(Number.parseInt(part.slice(i + 1, i + 3), 16));
-      i += 3;
-    } else {
+    const lead = part[i] === ':' ? Number.parseInt(part.slice(i + 1, i + 3), 16) : Number.NaN;
+    if (Number.isNaN(lead)) {
       bytes.push(part.charCodeAt(i));
       i += 1;
+      continue;
     }
+    const n = utf8Length(lead);
+    for (let k = 0; k < n; k++)
+      bytes.push(Number.parseInt(part.slice(i + 1 + 2 * k, i + 3 + 2 * k), 16));
+    i += 1 + 2 * n;
   }
   return new TextDecoder().decode(new Uint8Array(bytes));
 };
@@ -64,9 +72,7 @@ const escapePart = (part: string): string => {
   for (const ch of part) {
     if (/^[A-Za-z0-9-]$/.test(ch)) out += ch;
     else
-      out += [...new TextEncoder().encode(ch)]
-        .map((b) => `:${b.toString(16).padStart(2, '0')}`)
-        .join('');
+      out += `:${[...new TextEncoder().encode(ch)].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
   }
   return out;
 };
@@ -94,7 +100,11 @@ export const parseThreadStream = (
 
 /** Checkpoint ids that do not fit a label are stored as `x.` + hex (stream-ids.ts). */
 export const checkpointIdOf = (label: string): string =>
-  label.startsWith('x.') ? unescapePart(label.slice(2).replace(/(..)/g, ':$1')) : label;
+  label.startsWith('x.')
+    ? new TextDecoder().decode(
+        new Uint8Array((label.slice(2).match(/../g) ?? []).map((b) => Number.parseInt(b, 16))),
+      )
+    : label;
 
 // ——— state ops (the server's set / delete, docs/ledger-format.md) ———
 
@@ -240,11 +250,13 @@ export const stepsOf = (tuples: Tuple[]): Step[] => {
     const parent = t.checkpoint.parentLabel ? byLabel.get(t.checkpoint.parentLabel) : undefined;
     const seenBefore = ckptOf(parent).versions_seen ?? {};
     const seen = ck.versions_seen ?? {};
+    // `__interrupt__` is LangGraph's record of the interrupts seen, not a node.
     const ran = Object.keys(seen).filter(
-      (node) => JSON.stringify(seen[node]) !== JSON.stringify(seenBefore[node]),
+      (node) =>
+        node !== '__interrupt__' && JSON.stringify(seen[node]) !== JSON.stringify(seenBefore[node]),
     );
     const writes = (parent?.writes ?? [])
-      .filter((w) => !w.channel.startsWith('__') || w.channel === '__start__')
+      .filter((w) => !w.channel.startsWith('__') && !w.channel.startsWith('branch:to:'))
       .filter((w) => ran.length === 0 || ran.includes(nodeOfTaskPath(w.taskPath)))
       .map((w) => ({
         node: nodeOfTaskPath(w.taskPath),
@@ -462,3 +474,27 @@ export const isSessionState = (state: unknown): boolean => {
 export const RESUME_EVENT = 'lg.resume';
 /** The event type a thread copy starts with (packages/langgraph/src/copy-thread.ts). */
 export const COPY_EVENT = 'lg.copy';
+
+const isLangchainMessage = (v: unknown): boolean => {
+  const m = (v ?? {}) as { lc?: unknown; id?: unknown };
+  return m.lc !== undefined && Array.isArray(m.id) && String(m.id.at(-1)).endsWith('Message');
+};
+
+/**
+ * A channel value in one line: LangChain messages as `assistant: text [tool f]`, anything
+ * else as its JSON; cut to `max` characters.
+ */
+export const valueSummary = (value: unknown, max = 120): string => {
+  const list = Array.isArray(value) ? value : [value];
+  const text =
+    list.length > 0 && list.every(isLangchainMessage)
+      ? list
+          .map((m) => {
+            const c = langchainMessage(m);
+            const tools = c.toolCalls.map((t) => ` [tool ${t.name}]`).join('');
+            return `${c.role}: ${c.text}${tools}`;
+          })
+          .join(' · ')
+      : (JSON.stringify(value) ?? 'undefined');
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+};

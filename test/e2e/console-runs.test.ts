@@ -1,15 +1,21 @@
+import { join } from 'node:path';
 import { Command } from '@langchain/langgraph';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoSaver, pendingResume } from '../../packages/langgraph/src/index.js';
 import { HefestoSession } from '../../packages/openai-agents/src/hefesto-session.js';
 import { REFUND_QUESTION, refundGraph, refundInput } from '../support/refund-graph.js';
 import {
+  ARTIFACTS,
   type Browser,
   type ConsoleWorld,
   launchBrowser,
-  shot,
   startConsoleWorld,
 } from './console-world.js';
+
+/** A screenshot of the whole page (artifacts/console/, git-ignored; two are in the README). */
+const shot = (page: Page, name: string) =>
+  page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
 /**
  * The console's agent views in headless Chromium against the embedded server, with a real
@@ -112,7 +118,7 @@ describe('console runs in Chromium', () => {
     expect(rows).toEqual([
       ['refund-1', 'LangGraph', '(root)', 'step 1 → approve', 'interrupted'],
       ['refund-2', 'LangGraph', '(root)', 'step 4', 'done'],
-      ['support-chat', 'OpenAI Agents', '—', 'seq 2 · 4 items shown', 'done'],
+      ['support-chat', 'OpenAI Agents', '—', '4 items · seq 2', 'done'],
     ]);
     await shot(page, 'runs-list');
     expect(page.problems).toEqual([]);
@@ -146,7 +152,7 @@ describe('console runs in Chromium', () => {
       .evaluateAll((lis) => lis.map((li) => li.textContent));
     expect(chat).toEqual([
       'userPlease refund order 4711',
-      'assistantI can refund that. Asking for approval first.🔧 refund({"eur":5,"order":4711}) · call-1',
+      'assistantI can refund that. Asking for approval first.tool call refund({"eur":5,"order":4711}) · call-1',
     ]);
 
     // The diff between the steps before and after agent ran, in channel terms.
@@ -253,7 +259,7 @@ describe('console runs in Chromium', () => {
       .evaluateAll((lis) => lis.map((li) => li.textContent));
     expect(chat).toEqual([
       'userWhere is my parcel?',
-      'assistant🔧 track({"parcel":"P-1"}) · call-9',
+      'assistanttool call track({"parcel":"P-1"}) · call-9',
       'tool · track · result of call-9in Lyon',
       'assistantIt is in Lyon.',
     ]);

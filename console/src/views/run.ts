@@ -22,6 +22,7 @@ import {
   type Tuple,
   threadStreamId,
   transcriptOf,
+  valueSummary,
   wholeStates,
 } from '../runs.js';
 import { describeError } from './context.js';
@@ -99,7 +100,8 @@ export const transcriptView = (messages: ChatMessage[]): HTMLElement =>
               h(
                 'p',
                 { class: 'tool-call' },
-                '🔧 ',
+                h('span', { class: 'tool-tag' }, 'tool call'),
+                ' ',
                 h('code', {}, `${c.name}(${c.args})`),
                 c.id ? ` · ${c.id}` : '',
               ),
@@ -344,7 +346,7 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
       'figcaption',
       { class: 'muted' },
       'The nodes this run went through, in order (its checkpoints’ parent chain). The graph’s edges ' +
-        'are not stored: only the visited path is drawn. ⏸ interrupt · ✖ error · ⑂ forked checkpoint.',
+        'are not stored: only the visited path is drawn. ‖ interrupt · ✖ error · ↱ forked checkpoint.',
     ),
   );
 
@@ -385,7 +387,7 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
                   'ul',
                   {},
                   ...s.writes.map((w) =>
-                    h('li', {}, h('code', {}, w.channel), ' ', summary(w.value, 80)),
+                    h('li', {}, h('code', {}, w.channel), ' ', valueSummary(w.value, 80)),
                   ),
                 ),
           ),

@@ -90,7 +90,7 @@ export const runRowOf = async (api: Api, row: StreamRow): Promise<RunRow | undef
     streamId: row.streamId,
     id: row.streamId,
     ns: '—',
-    lastStep: `seq ${page.seq} · ${page.items.length === 20 ? '20+' : page.items.length} item${page.items.length === 1 ? '' : 's'} shown`,
+    lastStep: `${page.items.length === 20 ? '20+' : page.items.length} item${page.items.length === 1 ? '' : 's'} · seq ${page.seq}`,
     status: sessionStatus(page.items),
     updatedAt: row.updatedAt,
   };
