@@ -295,13 +295,18 @@ describe('installable packages', () => {
       const head = out.head as { seq: number; hash: string };
       expect(out).toMatchObject({
         langgraphExports: [
+          'COPY_EVENT',
           'HefestoSaver',
+          'RESUME_EVENT',
           'StaleThreadError',
           'ThreadFencedError',
           'checkpointIdOf',
+          'copyThread',
           'effectKeyOf',
           'effectTool',
           'labelOf',
+          'pendingResume',
+          'requestResume',
           'streamIdOf',
           'threadPrefix',
         ],
@@ -387,13 +392,18 @@ describe('installable packages', () => {
       const out = await agent('agent.cjs', 'install-cjs');
       expect(out).toMatchObject({
         langgraphExports: [
+          'COPY_EVENT',
           'HefestoSaver',
+          'RESUME_EVENT',
           'StaleThreadError',
           'ThreadFencedError',
           'checkpointIdOf',
+          'copyThread',
           'effectKeyOf',
           'effectTool',
           'labelOf',
+          'pendingResume',
+          'requestResume',
           'streamIdOf',
           'threadPrefix',
         ],
