@@ -193,6 +193,18 @@ describe('console runs in Chromium', () => {
     await dialog.waitFor({ state: 'hidden' });
     expect((await w.request('/v1/streams/lg.refund-1-fork.', { key: w.key })).status).toBe(404);
 
+    // Into a thread that exists: refused, the dialog stays open with the reason, nothing written.
+    const before = await (await w.request('/v1/streams/lg.refund-2.', { key: w.key })).json();
+    await page.getByRole('button', { name: 'Fork this run…' }).click();
+    await page.getByLabel('New thread id').fill('refund-2');
+    await page.getByRole('button', { name: 'Fork run' }).click();
+    await dialog.locator('.error:has-text("Not forked")').waitFor();
+    expect(await (await w.request('/v1/streams/lg.refund-2.', { key: w.key })).json()).toEqual(
+      before,
+    );
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+
     await page.getByRole('button', { name: 'Fork this run…' }).click();
     await page.getByLabel('New thread id').fill('refund-1-retry');
     await shot(page, 'run-fork-confirm');
