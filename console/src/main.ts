@@ -1,12 +1,15 @@
 import './style.css';
 import { Api, type Principal, session } from './api.js';
 import { fill, h } from './dom.js';
+import { runView } from './views/run.js';
+import { runsView } from './views/runs.js';
 import { signInView } from './views/sign-in.js';
 import { streamView, type Tab } from './views/stream.js';
 import { streamsView } from './views/streams.js';
 
 /**
- * The console's shell: sign-in, then a hash router (#/streams, #/s/{id}[/{tab}][?seq=N]).
+ * The console's shell: sign-in, then a hash router (#/streams, #/s/{id}[/{tab}][?seq=N],
+ * #/runs, #/r/{streamId}).
  * Hash routes keep the server to one HTML entry and never put anything secret in a path the
  * server sees.
  */
@@ -20,6 +23,12 @@ const header = (who: Principal) =>
     { class: 'top' },
     h('h1', {}, h('a', { href: '#/streams' }, 'Hefesto console')),
     h('p', { class: 'who' }, `tenant ${who.tenant} · ${who.scopes.join(', ')}`),
+    h(
+      'nav',
+      { class: 'top-nav', 'aria-label': 'Console' },
+      h('a', { href: '#/runs' }, 'Runs'),
+      h('a', { href: '#/streams' }, 'Streams'),
+    ),
     h('a', { href: '/docs', class: 'docs-link' }, 'API docs'),
     h(
       'button',
@@ -56,9 +65,17 @@ const route = () => {
   }
   const [path = '', query = ''] = location.hash.slice(1).split('?');
   const params = new URLSearchParams(query);
-  const match = /^\/s\/([^/]+)(?:\/(state|effects|trust))?$/.exec(path);
+  const match = /^\/s\/([^/]+)(?:\/(state|effects|trust|charts))?$/.exec(path);
+  const run = /^\/r\/([^/]+)$/.exec(path);
   const main = h('main', {});
-  if (match?.[1]) {
+  if (run?.[1]) {
+    const id = decodeURIComponent(run[1]);
+    main.append(runView(current.api, id));
+    document.title = `${id} · Runs · Hefesto console`;
+  } else if (path === '/runs') {
+    main.append(runsView(current.api));
+    document.title = 'Runs · Hefesto console';
+  } else if (match?.[1]) {
     const seq = Number(params.get('seq'));
     const id = decodeURIComponent(match[1]);
     main.append(

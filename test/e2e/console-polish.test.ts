@@ -181,9 +181,9 @@ describe('console polish in Chromium', () => {
 
     expect(rows).toEqual([
       ['start', '{}'],
-      ['hefesto.delta', 'set /messages'],
-      ['hefesto.delta', 'set /messages/1, delete /messages/0'],
-      ['hefesto.delta', 'set /done, delete /messages'],
+      ['hefesto.delta', 'set /messages ["hi"]'],
+      ['hefesto.delta', 'set /messages/1 "there" (+1 op)'],
+      ['hefesto.delta', 'set /done true (+1 op)'],
     ]);
     expect(page.problems).toEqual([]);
   });

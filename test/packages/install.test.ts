@@ -315,13 +315,18 @@ describe('installable packages', () => {
       const head = out.head as { seq: number; hash: string };
       expect(out).toMatchObject({
         langgraphExports: [
+          'COPY_EVENT',
           'HefestoSaver',
+          'RESUME_EVENT',
           'StaleThreadError',
           'ThreadFencedError',
           'checkpointIdOf',
+          'copyThread',
           'effectKeyOf',
           'effectTool',
           'labelOf',
+          'pendingResume',
+          'requestResume',
           'streamIdOf',
           'threadPrefix',
         ],
@@ -407,13 +412,18 @@ describe('installable packages', () => {
       const out = await agent('agent.cjs', 'install-cjs');
       expect(out).toMatchObject({
         langgraphExports: [
+          'COPY_EVENT',
           'HefestoSaver',
+          'RESUME_EVENT',
           'StaleThreadError',
           'ThreadFencedError',
           'checkpointIdOf',
+          'copyThread',
           'effectKeyOf',
           'effectTool',
           'labelOf',
+          'pendingResume',
+          'requestResume',
           'streamIdOf',
           'threadPrefix',
         ],

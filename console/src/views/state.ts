@@ -56,7 +56,7 @@ export const checkpointAt = async (
   return between && between.seq <= seq ? undefined : newest;
 };
 
-const changeTable = (changes: Change[]): HTMLElement => {
+export const changeTable = (changes: Change[]): HTMLElement => {
   if (changes.length === 0)
     return h('p', { class: 'muted' }, 'No difference: the two states are equal.');
   return h(

@@ -1,21 +1,24 @@
 import { type Api, ApiError, type Principal, type StreamHead, stream } from '../api.js';
 import { fill, h, shortHash, time } from '../dom.js';
 import type { PublicJwk } from '../proofs.js';
+import { parseThreadStream } from '../runs.js';
+import { chartsView } from './charts.js';
 import { describeError, type StreamContext } from './context.js';
 import { effectsView } from './effects.js';
 import { stateView } from './state.js';
 import { timelineView } from './timeline.js';
 import { trustView } from './trust.js';
 
-/** One stream: its head and four tabs (timeline, state, effects and lease, trust). */
+/** One stream: its head and five tabs (timeline, state, effects and lease, trust, charts). */
 
-export type Tab = 'timeline' | 'state' | 'effects' | 'trust';
+export type Tab = 'timeline' | 'state' | 'effects' | 'trust' | 'charts';
 
 const TABS: Array<[Tab, string]> = [
   ['timeline', 'Timeline'],
   ['state', 'State & diff'],
   ['effects', 'Effects & lease'],
   ['trust', 'Trust'],
+  ['charts', 'Charts'],
 ];
 
 export const streamView = (
@@ -74,7 +77,9 @@ export const streamView = (
           ? stateView(ctx)
           : tab === 'effects'
             ? effectsView(ctx)
-            : trustView(ctx, focusSeq);
+            : tab === 'charts'
+              ? chartsView(ctx)
+              : trustView(ctx, focusSeq);
     fill(panel, view);
   };
   void api
@@ -106,7 +111,18 @@ export const streamView = (
   return h(
     'section',
     { class: 'stream', 'aria-labelledby': 'stream-title' },
-    h('p', { class: 'crumbs' }, h('a', { href: '#/streams' }, '← Streams')),
+    h(
+      'p',
+      { class: 'crumbs' },
+      h('a', { href: '#/streams' }, '← Streams'),
+      parseThreadStream(streamId)
+        ? h(
+            'a',
+            { href: `#/r/${encodeURIComponent(streamId)}`, class: 'as-run' },
+            'Open as LangGraph run',
+          )
+        : null,
+    ),
     h('h2', { id: 'stream-title' }, streamId),
     headBox,
     banner,

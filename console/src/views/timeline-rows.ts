@@ -14,6 +14,15 @@ const labelOf = (event: LedgerEvent): string | undefined => {
   return event.type === 'hefesto.delta' && typeof label === 'string' ? label : undefined;
 };
 
+/** The payload as stored, one click away: its JSON, indented, in a <details>. */
+export const rawJson = (value: unknown): HTMLElement =>
+  h(
+    'details',
+    { class: 'raw' },
+    h('summary', {}, 'Raw JSON'),
+    h('pre', { class: 'raw-json' }, JSON.stringify(value, null, 2) ?? 'undefined'),
+  );
+
 export const eventRow = (ctx: StreamContext, event: LedgerEvent, bad: boolean): HTMLElement => {
   const detailId = uid('ev');
   const detail = h('div', { id: detailId, class: 'event-detail', hidden: true });
@@ -42,6 +51,7 @@ export const eventRow = (ctx: StreamContext, event: LedgerEvent, bad: boolean): 
         label ? h('p', {}, 'Checkpoint label: ', h('strong', { class: 'label' }, label)) : null,
         h('h4', {}, 'Payload'),
         jsonTree(event.payload, 2),
+        rawJson(event.payload),
         h(
           'dl',
           { class: 'hashes' },

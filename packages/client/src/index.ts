@@ -22,6 +22,7 @@
 export * from '../../../shared/client/checkpoint-types.js';
 export * from '../../../shared/client/client.js';
 export * from '../../../shared/client/client-proofs.js';
+export * from '../../../shared/client/copy-thread.js';
 export * from '../../../shared/client/effect-run.js';
 export * from '../../../shared/client/errors.js';
 export * from '../../../shared/client/harness.js';

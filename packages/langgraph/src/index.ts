@@ -5,7 +5,14 @@
  */
 
 export type { ChannelSchema } from './channel-schema.js';
+export { COPY_EVENT, type CopyThreadOptions, copyThread } from './copy-thread.js';
 export { type EffectToolOptions, effectKeyOf, effectTool } from './effect-tool.js';
 export { HefestoSaver, type HefestoSaverOptions, StaleThreadError } from './hefesto-saver.js';
+export {
+  pendingResume,
+  RESUME_EVENT,
+  type ResumeRequest,
+  requestResume,
+} from './resume-requests.js';
 export { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
 export { ThreadFencedError, type ThreadLeaseOptions } from './thread-leases.js';

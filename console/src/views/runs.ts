@@ -1,0 +1,178 @@
+import { type Api, type EventsPage, type StreamRow, stream } from '../api.js';
+import { h, time } from '../dom.js';
+import {
+  checkpointIdOf,
+  isSessionState,
+  parseThreadStream,
+  RESUME_EVENT,
+  type RunStatus,
+  sessionStatus,
+  statusOf,
+  stepsOf,
+  type Tuple,
+} from '../runs.js';
+import { describeError } from './context.js';
+
+/**
+ * The tenant's agent runs: LangGraph threads (streams named as HefestoSaver names them,
+ * `lg.<thread>.<ns>`) and OpenAI Agents sessions (streams whose first delta makes the
+ * session's `{items, life}`), each with its id, namespace, last step, status and updated
+ * time. A page of streams at a time; one read per run on it (its head tuple, or its last
+ * items), so a long list costs what it shows.
+ */
+
+const PAGE = 100;
+
+export interface RunRow {
+  kind: 'langgraph' | 'openai-agents';
+  streamId: string;
+  id: string;
+  ns: string;
+  lastStep: string;
+  status: RunStatus;
+  updatedAt: string;
+}
+
+const SESSION_START = /^\/(items|life)$/;
+
+/** Whether the stream's first event makes an OpenAI Agents session's state. */
+const isSession = async (api: Api, id: string): Promise<boolean> => {
+  const first = (await api.get<EventsPage>(stream(id, '/events'), { from: 1, limit: 1 })).events[0];
+  if (first?.type !== 'hefesto.delta') return false;
+  const ops = ((first.payload as { ops?: unknown[] }).ops ?? []) as Array<{ path?: string }>;
+  const made: Record<string, unknown> = {};
+  for (const op of ops.slice(0, 2))
+    if (SESSION_START.test(op.path ?? ''))
+      made[(op.path ?? '').slice(1)] = (op as { value?: unknown }).value;
+  return isSessionState(made);
+};
+
+/** Whether a resume was recorded for the head checkpoint after it was written. */
+export const resumeAsked = async (api: Api, id: string, headSeq: number, label: string) => {
+  const page = await api.get<EventsPage>(stream(id, '/events'), {
+    from: headSeq + 1,
+    type: RESUME_EVENT,
+    limit: 100,
+  });
+  const checkpointId = checkpointIdOf(label);
+  return page.events.some(
+    (e) => (e.payload as { checkpointId?: unknown } | null)?.checkpointId === checkpointId,
+  );
+};
+
+export const runRowOf = async (api: Api, row: StreamRow): Promise<RunRow | undefined> => {
+  const thread = parseThreadStream(row.streamId);
+  if (thread) {
+    const t = await api.get<Tuple & { checkpoint: Tuple['checkpoint'] | null }>(
+      stream(row.streamId, '/tuple'),
+    );
+    if (!t.checkpoint) return undefined;
+    const [head] = stepsOf([t as Tuple]);
+    const asked = await resumeAsked(api, row.streamId, t.seq, t.checkpoint.label);
+    return {
+      kind: 'langgraph',
+      streamId: row.streamId,
+      id: thread.threadId,
+      ns: thread.ns,
+      lastStep: head
+        ? `step ${head.step ?? '?'}${head.next.length ? ` → ${head.next.join(', ')}` : ''}`
+        : '—',
+      status: statusOf(head, asked),
+      updatedAt: row.updatedAt,
+    };
+  }
+  if (!(await isSession(api, row.streamId))) return undefined;
+  const page = await api.get<{ items: unknown[]; seq: number }>(stream(row.streamId, '/history'), {
+    limit: 20,
+  });
+  return {
+    kind: 'openai-agents',
+    streamId: row.streamId,
+    id: row.streamId,
+    ns: '—',
+    lastStep: `${page.items.length === 20 ? '20+' : page.items.length} item${page.items.length === 1 ? '' : 's'} · seq ${page.seq}`,
+    status: sessionStatus(page.items),
+    updatedAt: row.updatedAt,
+  };
+};
+
+export const runsView = (api: Api): HTMLElement => {
+  const body = h('tbody');
+  const status = h('p', { role: 'status' }, 'Looking for runs…');
+  const more = h('button', { type: 'button', hidden: true }, 'More streams');
+  let after: string | undefined;
+  let shown = 0;
+  const load = async () => {
+    status.textContent = 'Looking for runs…';
+    try {
+      const page = await api.get<{ streams: StreamRow[]; next: string | null }>('/v1/streams', {
+        after,
+        limit: PAGE,
+      });
+      const rows = await Promise.all(
+        page.streams.map((s) => runRowOf(api, s).catch(() => undefined)),
+      );
+      for (const r of rows) {
+        if (!r) continue;
+        shown++;
+        body.append(
+          h(
+            'tr',
+            { class: `run status-${r.status}`, 'data-run': r.streamId },
+            h(
+              'th',
+              { scope: 'row' },
+              h('a', { href: `#/r/${encodeURIComponent(r.streamId)}` }, r.id),
+            ),
+            h('td', {}, r.kind === 'langgraph' ? 'LangGraph' : 'OpenAI Agents'),
+            h('td', {}, r.ns === '' ? '(root)' : r.ns),
+            h('td', {}, r.lastStep),
+            h('td', {}, h('span', { class: `pill status ${r.status}` }, r.status)),
+            h('td', {}, time(Date.parse(r.updatedAt))),
+          ),
+        );
+      }
+      after = page.next ?? undefined;
+      more.hidden = page.next === null;
+      status.textContent =
+        shown === 0 ? 'No agent runs found.' : `${shown} run${shown === 1 ? '' : 's'} shown.`;
+    } catch (err) {
+      status.textContent = `Could not list runs: ${describeError(err)}`;
+    }
+  };
+  more.addEventListener('click', () => void load());
+  void load();
+  return h(
+    'section',
+    { class: 'runs', 'aria-labelledby': 'runs-title' },
+    h('h2', { id: 'runs-title' }, 'Runs'),
+    h(
+      'p',
+      { class: 'muted' },
+      'LangGraph threads (HefestoSaver) and OpenAI Agents sessions (HefestoSession). ',
+      h('a', { href: '#/streams' }, 'All streams'),
+    ),
+    h(
+      'div',
+      { class: 'scroll' },
+      h(
+        'table',
+        {},
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ...['run', 'framework', 'namespace', 'last step', 'status', 'updated'].map((c) =>
+              h('th', { scope: 'col' }, c),
+            ),
+          ),
+        ),
+        body,
+      ),
+    ),
+    status,
+    more,
+  );
+};
