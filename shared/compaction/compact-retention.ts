@@ -1,4 +1,4 @@
-import { toSegmentIndex, toSnapshotIndex } from '../chain/layout.js';
+import { toHead, toSegmentIndex, toSnapshotIndex } from '../chain/layout.js';
 import {
   BASE_DUE_PREFIX,
   compactorLeaseKey,
@@ -17,6 +17,7 @@ import { ConflictError } from '../domain/errors.js';
 import { mapLimit } from '../domain/map-limit.js';
 import { decodeSegment } from '../domain/segment.js';
 import type { Item, TransactOp } from '../ports/record-store.js';
+import { cutAtClear } from '../state/clear-cut.js';
 import { releaseRefs } from './chunk-gc.js';
 import {
   type CompactDeps,
@@ -170,7 +171,18 @@ const createdAtOf = async (
 /** Pruning steps 1-3 (see above); true when the pruning point moved. */
 export const pruneStream = async (deps: CompactDeps, visit: Visit): Promise<boolean> => {
   const { records, clock, states } = deps;
-  const { tenant, stream, head } = visit;
+  const { tenant, stream } = visit;
+  // A session history's clear whose request died before its cut (clear-cut.ts): cut first.
+  const cleared = visit.head.clearedSeq;
+  if (cleared !== undefined && cleared > (visit.head.prunedSeq ?? 0)) {
+    const cut = await cutAtClear({ records, states }, { tenant, stream, fence: visit.fence });
+    const item = cut ? await records.get(headKey(tenant, stream)) : undefined;
+    if (item) {
+      visit.head = toHead(item);
+      visit.stats.streamsPruned++;
+    }
+  }
+  const { head } = visit;
   if (head.pruneAfterMs === undefined) return false;
   const now = clock.now();
   const cutoff = now - head.pruneAfterMs;

@@ -10,7 +10,9 @@ import {
 } from '../domain/errors.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { JsonObject } from '../domain/state.js';
+import type { RecordStore } from '../ports/record-store.js';
 import type { Checkpointer } from '../state/checkpoint.js';
+import { cutAtClear } from '../state/clear-cut.js';
 import type { MemoryAccount } from '../state/memory-pool.js';
 import type { StateStore } from '../state/state.js';
 import { readStateValue } from '../state/state-read.js';
@@ -28,6 +30,7 @@ export interface HistoryDeps {
   appender: Appender;
   checkpoints: Checkpointer;
   states: StateStore;
+  records: RecordStore;
 }
 
 export interface HistoryChangeRequest {
@@ -106,6 +109,16 @@ export class HistoryService {
   }
 
   async change(req: HistoryChangeRequest): Promise<HistoryOutcome> {
+    const outcome = await this.#change(req);
+    // A clear answers once the chain is cut at it (clear-cut.ts): nothing before it is served
+    // from here on. A retried clear completes the cut a crash left undone.
+    if (req.change.type === 'clear') {
+      await cutAtClear(this.deps, { tenant: req.tenant, stream: req.stream });
+    }
+    return outcome;
+  }
+
+  async #change(req: HistoryChangeRequest): Promise<HistoryOutcome> {
     const { appender, checkpoints } = this.deps;
     const { tenant, stream, change } = req;
     const digest = changeDigest(change);
@@ -137,6 +150,7 @@ export class HistoryService {
           fence: req.fence,
           incarnation: req.incarnation,
           memory: req.memory,
+          ...(change.type === 'clear' ? { clear: true as const } : {}),
         });
       } catch (err) {
         // The history moved between 1 and 4: plan the change again on the new one.

@@ -1,11 +1,14 @@
 import { pino } from 'pino';
 import {
+  HefestoApiError,
   HefestoClient,
   type HefestoClientOptions,
   type RetryPolicy,
 } from '../../packages/client/src/index.js';
 import { HefestoSession } from '../../packages/openai-agents/src/index.js';
+import type { Problem } from '../../shared/client/errors.js';
 import type { AppendOptions } from '../../shared/commit/append.js';
+import { Compactor } from '../../shared/compaction/compactor.js';
 import { createApp } from '../../shared/http/app.js';
 import { KeyService } from '../../shared/keys/keys.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
@@ -18,6 +21,8 @@ import type { StoreFactory, StorePair } from '../support/stores.js';
  * HefestoSessions whose client sends its requests to it (`app.request`, no socket), with a
  * settable clock, a crash hook and a fetch that can lose replies.
  */
+
+const COMPACT_GRACE = 10_000;
 
 export const ROOT_KEY = 'root-key-for-session-tests-0123456789abcdef';
 
@@ -38,6 +43,11 @@ export interface SessionWorld {
   session(sessionId: string, options?: ClientOptions & { largeItemBytes?: number }): HefestoSession;
   client(options?: ClientOptions): HefestoClient;
   ledger: Ledger;
+  stores: StorePair;
+  /** A GET of the API as the root key, its JSON answer (a ProofGet: the audit's reads). */
+  get(path: string, query?: Record<string, string | number | undefined>): Promise<unknown>;
+  /** Compactor runs until nothing is due, the clock moving past each grace period. */
+  compact(): Promise<void>;
   advance(ms: number): void;
   /** Throw from the append step named, once per call. */
   crashAfter(step: 'segment-written' | 'committed'): void;
@@ -101,6 +111,32 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
       }),
     client,
     ledger,
+    stores,
+    get: async (path, query = {}) => {
+      const url = new URL(path, 'http://hefesto.test');
+      for (const [k, v] of Object.entries(query))
+        if (v !== undefined) url.searchParams.set(k, String(v));
+      const res = await app.request(url.toString(), {
+        headers: { authorization: `Bearer ${ROOT_KEY}` },
+      });
+      const body = (await res.json()) as Problem;
+      if (!res.ok)
+        throw new HefestoApiError(body.code as never, res.status, body.detail ?? '', body);
+      return body;
+    },
+    compact: async () => {
+      for (let i = 0; i < 6; i++) {
+        await new Compactor({
+          objects: stores.objects,
+          records: stores.records,
+          clock,
+          ids: { newId: () => `compactor-${now}-${i}` },
+          states: ledger.states,
+          graceMs: COMPACT_GRACE,
+        }).run();
+        now += COMPACT_GRACE * 2;
+      }
+    },
     advance: (ms) => {
       now += ms;
     },
