@@ -8,8 +8,10 @@ import {
   StreamNotFoundError,
   UnavailableError,
 } from '../domain/errors.js';
+import type { LedgerEvent } from '../domain/event.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { JsonObject } from '../domain/state.js';
+import type { StateProof } from '../domain/state-v2/proof.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { Checkpointer } from '../state/checkpoint.js';
 import { cutAtClear } from '../state/clear-cut.js';
@@ -25,6 +27,14 @@ import {
   planChange,
   type SessionHistory,
 } from './history-model.js';
+
+/** What lets a client check a history read (read with `proof`). */
+export interface HistoryProof {
+  /** The event that set the state the items are read from (at the head's stateSeq). */
+  event: LedgerEvent;
+  /** The Merkle path of `/items` in that state (its value: the whole history). */
+  state: StateProof;
+}
 
 export interface HistoryDeps {
   appender: Appender;
@@ -82,13 +92,19 @@ const MAX_ATTEMPTS = 8;
 export class HistoryService {
   constructor(readonly deps: HistoryDeps) {}
 
-  /** The last `limit` items (all without one), in order; a session never written is empty. */
+  /**
+   * The last `limit` items (all without one), in order; a session never written is empty.
+   * With `proof`, also what lets a client check them against the chain itself: the event
+   * that set the head's state (its hash recomputable, provable in a signed tree head) and
+   * the Merkle path of `/items` in that state, whose value is the whole history.
+   */
   async read(
     tenant: string,
     stream: string,
-    options: { limit?: number; memory?: MemoryAccount } = {},
-  ): Promise<{ items: JsonValue[]; seq: number }> {
+    options: { limit?: number; memory?: MemoryAccount; proof?: boolean } = {},
+  ): Promise<{ items: JsonValue[]; seq: number; proof?: HistoryProof }> {
     const { limit } = options;
+    if (options.proof) return this.#proven(tenant, stream, options);
     if (limit !== undefined && limit <= 0) return { items: [], seq: 0 };
     let value: Awaited<ReturnType<typeof readStateValue>>;
     try {
@@ -106,6 +122,41 @@ export class HistoryService {
     }
     const items = Array.isArray(value.value) ? value.value : [];
     return { items: limit === undefined ? items : items.slice(-limit), seq: value.seq };
+  }
+
+  async #proven(
+    tenant: string,
+    stream: string,
+    options: { limit?: number; memory?: MemoryAccount },
+  ): Promise<{ items: JsonValue[]; seq: number; proof?: HistoryProof }> {
+    const { states, checkpoints } = this.deps;
+    let head: ChainHead;
+    try {
+      head = await this.#head(tenant, stream);
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) return { items: [], seq: 0 };
+      throw err;
+    }
+    if (!head.exists || head.stateSeq === 0) return { items: [], seq: head.seq };
+    const at = head.stateSeq;
+    let value: Awaited<ReturnType<typeof readStateValue>>;
+    try {
+      value = await readStateValue(
+        states,
+        { tenant, stream, at, path: '/items', proof: true, memory: options.memory },
+        { cache: checkpoints.cache },
+      );
+    } catch (err) {
+      if (err instanceof NotFoundError) return { items: [], seq: head.seq };
+      throw err;
+    }
+    // readSpan: the segment of the state-setting event is kept even at a pruning point.
+    const [event] = await states.reader.readSpan(tenant, stream, at, at);
+    const all = Array.isArray(value.value) ? value.value : [];
+    const { limit } = options;
+    const items = limit === undefined ? all : limit <= 0 ? [] : all.slice(-limit);
+    if (!event || !value.proof) return { items, seq: head.seq };
+    return { items, seq: head.seq, proof: { event, state: value.proof } };
   }
 
   async change(req: HistoryChangeRequest): Promise<HistoryOutcome> {

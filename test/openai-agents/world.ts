@@ -43,6 +43,8 @@ export interface SessionWorld {
   session(sessionId: string, options?: ClientOptions & { largeItemBytes?: number }): HefestoSession;
   client(options?: ClientOptions): HefestoClient;
   ledger: Ledger;
+  /** A new server process over the same stores (nothing warm in its memory). */
+  restart(): void;
   stores: StorePair;
   /** A GET of the API as the root key, its JSON answer (a ProofGet: the audit's reads). */
   get(path: string, query?: Record<string, string | number | undefined>): Promise<unknown>;
@@ -66,12 +68,15 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
     throw new Error(`process died after ${step}`);
   };
   const signing = new KeyRing(new FakeSigner('sessions'));
-  const ledger = new Ledger(
-    { objects: stores.objects, records: stores.records, clock },
-    { crash, signing },
-  );
   const keys = new KeyService({ records: stores.records, clock, rootKey: ROOT_KEY });
-  const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock });
+  const serve = () => {
+    const ledger = new Ledger(
+      { objects: stores.objects, records: stores.records, clock },
+      { crash, signing },
+    );
+    return { ledger, app: createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock }) };
+  };
+  let { ledger, app } = serve();
 
   const client = (options: ClientOptions = {}) => {
     const { lose, forge } = options;
@@ -110,7 +115,12 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
           : { largeItemBytes: options.largeItemBytes }),
       }),
     client,
-    ledger,
+    get ledger() {
+      return ledger;
+    },
+    restart: () => {
+      ({ ledger, app } = serve());
+    },
     stores,
     get: async (path, query = {}) => {
       const url = new URL(path, 'http://hefesto.test');
