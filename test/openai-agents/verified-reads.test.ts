@@ -79,9 +79,16 @@ for (const factory of allStores) {
     const forgeries: Array<[string, (b: Body) => void]> = [
       [
         'the proven value changed',
-        (b) => void ((b.proof as NonNullable<Body['proof']>).state.value = [user('forged')]),
+        (b) => {
+          (b.proof as NonNullable<Body['proof']>).state.value = [user('forged')];
+        },
       ],
-      ['no proof', (b) => void delete b.proof],
+      [
+        'no proof',
+        (b) => {
+          delete b.proof;
+        },
+      ],
       [
         'the event changed (its digest)',
         (b) => {
