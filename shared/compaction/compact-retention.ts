@@ -47,6 +47,9 @@ import {
  * Once the head is gone the id is free: an append creates a new stream from genesis.
  * `DELETE /v1/streams/{id}` (stream-delete.ts) marks the head the same way, then this runs.
  *
+ * A session history's clear (head.clearedSeq above prunedSeq: its request died before its
+ * cut) is cut first (state/clear-cut.ts), and step 4 below then cleans up under it.
+ *
  * Pruning (head.pruneAfterMs): segments whose events are all older than the horizon go, while
  * everything after them stays verifiable:
  *   1. Pick the pruning point P: the end of the longest prefix of segments created before now
