@@ -46,6 +46,12 @@ export interface HeadRecord {
   /** Events up to here were pruned; verification starts from (prunedSeq, prunedHash). */
   prunedSeq?: number;
   prunedHash?: string;
+  /**
+   * The seq of the last session-history clear (a delta with `clear: true`, shared/history):
+   * the chain is to be cut there (prunedSeq = clearedSeq), by the clear's own request or, if
+   * it died first, by the compactor's visit that the clear's commit scheduled.
+   */
+  clearedSeq?: number;
   /** `deleting`: expired; reads answer 404 and appends are refused until it is gone. */
   status?: 'deleting';
   deletingAt?: number;
@@ -138,6 +144,7 @@ export const toHead = (item: Item): HeadRecord => ({
     pruneAfterMs: optNum(item, 'pruneAfterMs'),
     prunedSeq: optNum(item, 'prunedSeq'),
     prunedHash: typeof item.prunedHash === 'string' ? item.prunedHash : undefined,
+    clearedSeq: optNum(item, 'clearedSeq'),
     status: item.status === 'deleting' ? ('deleting' as const) : undefined,
     deletingAt: optNum(item, 'deletingAt'),
     stateDepth: optNum(item, 'stateDepth'),

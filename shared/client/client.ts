@@ -11,6 +11,7 @@ import type {
 } from './checkpoint-types.js';
 import { ProofChecker } from './client-proofs.js';
 import { ClientVerificationError, HefestoApiError } from './errors.js';
+import { provenHistory } from './history-proof.js';
 import type { HistoryChange, HistoryChangeResult, HistoryPage } from './history-types.js';
 import { type CallResult, type RetryPolicy, Transport } from './http.js';
 import {
@@ -722,19 +723,30 @@ export class HefestoClient {
 
   /**
    * The last `limit` items of a session's history (all without `limit`), oldest first: one
-   * request, read from the stream's verified state. A session never written has none.
+   * request, read from the stream's verified state. A session never written has none. With
+   * `proof`, the answer carries what this client checks the items against itself (the event
+   * that set the state, the Merkle path of the items: history-proof.ts), and with `verify`
+   * that event is also proven in the signed tree head (two more GETs); a failed check is a
+   * ClientVerificationError and returns nothing.
    *
    * @example
    * ```ts
-   * const { items } = await client.getHistory('session-1', { limit: 20 });
+   * const { items } = await client.getHistory('session-1', { limit: 20, proof: true });
    * ```
    */
-  async getHistory(streamId: string, options: { limit?: number } = {}): Promise<HistoryPage> {
+  async getHistory(
+    streamId: string,
+    options: { limit?: number; proof?: boolean } = {},
+  ): Promise<HistoryPage> {
     const path = `/v1/streams/${enc(streamId)}/history`;
     const { body } = await this.#http.call<HistoryPage>('GET', path, {
-      query: { limit: options.limit },
+      query: { limit: options.limit, ...(options.proof ? { proof: 'true' } : {}) },
     });
-    return body;
+    if (!options.proof) return body;
+    const { items, event } = provenHistory(body, options.limit);
+    // With `verify`: the event proven in the signed tree head extending the trusted one.
+    if (this.#verify && event) await this.#proofs?.checkRead(streamId, event);
+    return { seq: body.seq, items };
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { SignedTreeHead } from '../domain/signed-head.js';
-import type { Json } from './types.js';
+import type { Json, LedgerEvent, StateValue } from './types.js';
 
 /**
  * A change of a session's history (`POST /v1/streams/{id}/history`, docs/openai-agents.md):
@@ -49,4 +49,9 @@ export interface HistoryChangeResult {
 export interface HistoryPage {
   seq: number;
   items: Json[];
+  /**
+   * With `proof`: the event that set the state read (its hash recomputable) and the Merkle
+   * path of `/items` in that state (docs/openai-agents.md, "Verified reads").
+   */
+  proof?: { event: LedgerEvent; state: NonNullable<StateValue['proof']> };
 }

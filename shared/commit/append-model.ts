@@ -148,6 +148,8 @@ export type CommitSegment = Pick<
     labelled?: Array<{ seq: number; type: string; payload: () => unknown }>;
     /** Its events that bind pending writes (commit-extras.ts bindingsOf). */
     bindings?: Array<{ seq: number; type: string; payload: () => unknown }>;
+    /** Seqs of its session-history clears (commit-extras.ts clearsOf). */
+    clears?: number[];
     /** Chain hashes of its events in seq order: the tree's new leaves. */
     hashes: string[];
     size: number;

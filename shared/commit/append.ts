@@ -51,6 +51,7 @@ import {
 import {
   bindingsOf,
   chainEndCheck,
+  clearsOf,
   commitExtras,
   deltaSeqsOf,
   labelledOf,
@@ -244,6 +245,7 @@ export class Appender {
         deltaSeqs: deltaSeqsOf(batch),
         labelled: labelledOf(batch),
         bindings: bindingsOf(batch),
+        clears: clearsOf(batch),
         size: body.length,
         ttlMs: req.ttlMs,
         hashes: events.map((e) => e.hash),
@@ -451,6 +453,7 @@ export class Appender {
       deltaSeqs: deltaSeqsOf(batch),
       labelled: labelledOf(batch),
       bindings: bindingsOf(batch),
+      clears: clearsOf(batch),
       size: stored.body.length,
       ttlMs,
       hashes: events.map((e) => e.hash),
@@ -535,6 +538,7 @@ export class Appender {
       deltaSeqs: segment.deltaSeqs,
       labelled: segment.labelled,
       bindings: segment.bindings,
+      clears: segment.clears,
       ttlMs: segment.ttlMs,
     });
     const depth: Record<string, number> =

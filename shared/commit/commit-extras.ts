@@ -33,6 +33,9 @@ import { bindingOps } from './writes-ops.js';
  *   record); an event binding a checkpoint's writes (a delta's `pendingWrites`, a
  *   `hefesto.writes` event) sets that label record's `writesSeq`, and the event's writes are
  *   put (writes-ops.ts bindingOps).
+ * - a session history's clear (a delta with `clear: true`) sets the head's `clearedSeq` and
+ *   schedules the compactor's visit now: the chain is cut there (clear-cut.ts) by the clear's
+ *   request, or by that visit if the request dies first.
  */
 
 export interface CommitExtrasOptions {
@@ -75,6 +78,14 @@ export const labelledOf = (events: BatchEvent[]): BatchEvent[] =>
       typeof (e.payload() as { label?: unknown } | null)?.label === 'string',
   );
 
+/** Seqs of the session-history clears of a batch (deltas recording `clear: true`). */
+export const clearsOf = (events: BatchEvent[]): number[] =>
+  events
+    .filter(
+      (e) => e.type === DELTA_EVENT && (e.payload() as { clear?: unknown } | null)?.clear === true,
+    )
+    .map((e) => e.seq);
+
 /** The events of a batch that freeze or bind a checkpoint's pending writes (writes-binding.ts). */
 export const bindingsOf = (events: BatchEvent[]): BatchEvent[] =>
   events.filter((e) => {
@@ -96,6 +107,8 @@ export const commitExtras = (
     labelled?: BatchEvent[];
     /** The batch's events that bind pending writes (bindingsOf). */
     bindings?: BatchEvent[];
+    /** Seqs of the batch's session-history clears (clearsOf). */
+    clears?: number[];
     /** The request's TTL, used only when this commit creates the stream. */
     ttlMs?: number;
   },
@@ -127,6 +140,11 @@ export const commitExtras = (
     ops.push(...labelled);
   }
   ops.push(...bindingOps(tenant, stream, at.bindings ?? []));
+  const cleared = at.clears?.at(-1);
+  if (cleared !== undefined) {
+    fields.clearedSeq = cleared;
+    ops.push({ kind: 'put', item: { ...dueKey(tenant, stream, now), tenant, stream } });
+  }
   if (!head.exists) {
     ops.push({ kind: 'put', item: { ...streamIndexKey(tenant, stream), createdAt: now } });
   }

@@ -264,7 +264,12 @@ export const mergeStream = async (
   let published = false;
   for (;;) {
     if (published && pastDeadline(deps, visit)) return 'partial';
-    const index = await readIndex(deps.records, visit.tenant, visit.stream, visit.head.prunedSeq);
+    const { prunedSeq, clearedSeq } = visit.head;
+    // A clear not cut yet (clear-cut.ts): its segment must still end at it, so the segments up
+    // to it are left as they are until the cut.
+    const floor =
+      clearedSeq !== undefined && clearedSeq > (prunedSeq ?? 0) ? clearedSeq : prunedSeq;
+    const index = await readIndex(deps.records, visit.tenant, visit.stream, floor);
     await fillSizes(deps, visit, index);
     const runs = planRuns(index, limits.targetBytes, maxInputs);
     let progressed = false;

@@ -1,4 +1,4 @@
-import { toSegmentIndex, toSnapshotIndex } from '../chain/layout.js';
+import { toHead, toSegmentIndex, toSnapshotIndex } from '../chain/layout.js';
 import {
   BASE_DUE_PREFIX,
   compactorLeaseKey,
@@ -17,6 +17,7 @@ import { ConflictError } from '../domain/errors.js';
 import { mapLimit } from '../domain/map-limit.js';
 import { decodeSegment } from '../domain/segment.js';
 import type { Item, TransactOp } from '../ports/record-store.js';
+import { cutAtClear } from '../state/clear-cut.js';
 import { releaseRefs } from './chunk-gc.js';
 import {
   type CompactDeps,
@@ -45,6 +46,9 @@ import {
  *      schedules the rest.
  * Once the head is gone the id is free: an append creates a new stream from genesis.
  * `DELETE /v1/streams/{id}` (stream-delete.ts) marks the head the same way, then this runs.
+ *
+ * A session history's clear (head.clearedSeq above prunedSeq: its request died before its
+ * cut) is cut first (state/clear-cut.ts), and step 4 below then cleans up under it.
  *
  * Pruning (head.pruneAfterMs): segments whose events are all older than the horizon go, while
  * everything after them stays verifiable:
@@ -170,7 +174,18 @@ const createdAtOf = async (
 /** Pruning steps 1-3 (see above); true when the pruning point moved. */
 export const pruneStream = async (deps: CompactDeps, visit: Visit): Promise<boolean> => {
   const { records, clock, states } = deps;
-  const { tenant, stream, head } = visit;
+  const { tenant, stream } = visit;
+  // A session history's clear whose request died before its cut (clear-cut.ts): cut first.
+  const cleared = visit.head.clearedSeq;
+  if (cleared !== undefined && cleared > (visit.head.prunedSeq ?? 0)) {
+    const cut = await cutAtClear({ records, states }, { tenant, stream, fence: visit.fence });
+    const item = cut ? await records.get(headKey(tenant, stream)) : undefined;
+    if (item) {
+      visit.head = toHead(item);
+      visit.stats.streamsPruned++;
+    }
+  }
+  const { head } = visit;
   if (head.pruneAfterMs === undefined) return false;
   const now = clock.now();
   const cutoff = now - head.pruneAfterMs;

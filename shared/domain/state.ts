@@ -54,6 +54,11 @@ export interface DeltaPayload {
   pendingWrites?: { label: string; digest: string };
   /** The schema version of the state it yields, when a worker declared one (absent: 1). */
   schema?: number;
+  /**
+   * A session history's clear (shared/history): the chain is cut at this delta, so nothing
+   * before it is served any more and the compactor removes it (docs/openai-agents.md).
+   */
+  clear?: true;
 }
 
 /** A migration's payload: a delta's, and the schema versions it turns the state from and to. */

@@ -8,9 +8,13 @@ import {
   StreamNotFoundError,
   UnavailableError,
 } from '../domain/errors.js';
+import type { LedgerEvent } from '../domain/event.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { JsonObject } from '../domain/state.js';
+import type { StateProof } from '../domain/state-v2/proof.js';
+import type { RecordStore } from '../ports/record-store.js';
 import type { Checkpointer } from '../state/checkpoint.js';
+import { cutAtClear } from '../state/clear-cut.js';
 import type { MemoryAccount } from '../state/memory-pool.js';
 import type { StateStore } from '../state/state.js';
 import { readStateValue } from '../state/state-read.js';
@@ -24,10 +28,19 @@ import {
   type SessionHistory,
 } from './history-model.js';
 
+/** What lets a client check a history read (read with `proof`). */
+export interface HistoryProof {
+  /** The event that set the state the items are read from (at the head's stateSeq). */
+  event: LedgerEvent;
+  /** The Merkle path of `/items` in that state (its value: the whole history). */
+  state: StateProof;
+}
+
 export interface HistoryDeps {
   appender: Appender;
   checkpoints: Checkpointer;
   states: StateStore;
+  records: RecordStore;
 }
 
 export interface HistoryChangeRequest {
@@ -79,13 +92,19 @@ const MAX_ATTEMPTS = 8;
 export class HistoryService {
   constructor(readonly deps: HistoryDeps) {}
 
-  /** The last `limit` items (all without one), in order; a session never written is empty. */
+  /**
+   * The last `limit` items (all without one), in order; a session never written is empty.
+   * With `proof`, also what lets a client check them against the chain itself: the event
+   * that set the head's state (its hash recomputable, provable in a signed tree head) and
+   * the Merkle path of `/items` in that state, whose value is the whole history.
+   */
   async read(
     tenant: string,
     stream: string,
-    options: { limit?: number; memory?: MemoryAccount } = {},
-  ): Promise<{ items: JsonValue[]; seq: number }> {
+    options: { limit?: number; memory?: MemoryAccount; proof?: boolean } = {},
+  ): Promise<{ items: JsonValue[]; seq: number; proof?: HistoryProof }> {
     const { limit } = options;
+    if (options.proof) return this.#proven(tenant, stream, options);
     if (limit !== undefined && limit <= 0) return { items: [], seq: 0 };
     let value: Awaited<ReturnType<typeof readStateValue>>;
     try {
@@ -105,7 +124,52 @@ export class HistoryService {
     return { items: limit === undefined ? items : items.slice(-limit), seq: value.seq };
   }
 
+  async #proven(
+    tenant: string,
+    stream: string,
+    options: { limit?: number; memory?: MemoryAccount },
+  ): Promise<{ items: JsonValue[]; seq: number; proof?: HistoryProof }> {
+    const { states, checkpoints } = this.deps;
+    let head: ChainHead;
+    try {
+      head = await this.#head(tenant, stream);
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) return { items: [], seq: 0 };
+      throw err;
+    }
+    if (!head.exists || head.stateSeq === 0) return { items: [], seq: head.seq };
+    const at = head.stateSeq;
+    let value: Awaited<ReturnType<typeof readStateValue>>;
+    try {
+      value = await readStateValue(
+        states,
+        { tenant, stream, at, path: '/items', proof: true, memory: options.memory },
+        { cache: checkpoints.cache },
+      );
+    } catch (err) {
+      if (err instanceof NotFoundError) return { items: [], seq: head.seq };
+      throw err;
+    }
+    // readSpan: the segment of the state-setting event is kept even at a pruning point.
+    const [event] = await states.reader.readSpan(tenant, stream, at, at);
+    const all = Array.isArray(value.value) ? value.value : [];
+    const { limit } = options;
+    const items = limit === undefined ? all : limit <= 0 ? [] : all.slice(-limit);
+    if (!event || !value.proof) return { items, seq: head.seq };
+    return { items, seq: head.seq, proof: { event, state: value.proof } };
+  }
+
   async change(req: HistoryChangeRequest): Promise<HistoryOutcome> {
+    const outcome = await this.#change(req);
+    // A clear answers once the chain is cut at it (clear-cut.ts): nothing before it is served
+    // from here on. A retried clear completes the cut a crash left undone.
+    if (req.change.type === 'clear') {
+      await cutAtClear(this.deps, { tenant: req.tenant, stream: req.stream });
+    }
+    return outcome;
+  }
+
+  async #change(req: HistoryChangeRequest): Promise<HistoryOutcome> {
     const { appender, checkpoints } = this.deps;
     const { tenant, stream, change } = req;
     const digest = changeDigest(change);
@@ -137,6 +201,7 @@ export class HistoryService {
           fence: req.fence,
           incarnation: req.incarnation,
           memory: req.memory,
+          ...(change.type === 'clear' ? { clear: true as const } : {}),
         });
       } catch (err) {
         // The history moved between 1 and 4: plan the change again on the new one.

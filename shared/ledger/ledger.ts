@@ -160,6 +160,7 @@ export class Ledger {
       appender: this.appender,
       checkpoints: this.checkpoints,
       states: this.states,
+      records: deps.records,
     });
     this.retention = new Retention(deps);
     this.proofs = new ProofService({ ...deps, reader: this.reader, signing });

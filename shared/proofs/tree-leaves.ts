@@ -52,8 +52,17 @@ export const segmentLeaves = async (
   const from = treeBase + start + 1;
   const to = treeBase + end;
   if (end <= start) return [];
-  if ((head.prunedSeq ?? 0) >= from) throw new PrunedError(stream, head.prunedSeq ?? 0);
-  const entries = await indexRecords(stores.records, tenant, stream, from, to);
+  // Below the pruning point, leaves are read while their segments are still kept (a cut made
+  // by a session history's clear before the compactor's visit wrote the tiles: clear-cut.ts);
+  // once the clean-up removed them, ErrPruned.
+  const pruned = (head.prunedSeq ?? 0) >= from;
+  const entries = await indexRecords(stores.records, tenant, stream, from, to).catch(
+    (err: unknown) => {
+      if (pruned && err instanceof LayoutRaceError)
+        throw new PrunedError(stream, head.prunedSeq ?? 0);
+      throw err;
+    },
+  );
   const leaves: Uint8Array[] = new Array(end - start);
   const fetches: Array<() => Promise<void>> = [];
   for (const entry of entries) {

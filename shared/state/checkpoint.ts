@@ -112,6 +112,11 @@ export interface CheckpointRequest {
    * version at the head's state, checked here) into version `to`. Linear only.
    */
   migration?: { from: number; to: number };
+  /**
+   * A session history's clear (shared/history, never a client's field): the delta records
+   * `clear: true` and its commit marks the head's `clearedSeq`, where the chain is cut.
+   */
+  clear?: true;
   /** The request's share of the process's memory (memory-pool.ts); none: not counted. */
   memory?: MemoryAccount;
 }
@@ -514,7 +519,8 @@ export class Checkpointer {
       req.meta !== undefined ||
       req.parentLabel !== undefined ||
       req.schema !== undefined ||
-      req.migration !== undefined;
+      req.migration !== undefined ||
+      req.clear !== undefined;
     if (!v2) return v1;
     const reset = deltasAfter > 0 && deltasAfter % this.#o.states.snapshotEvery === 0;
     return {
@@ -533,6 +539,7 @@ export class Checkpointer {
       ...(writes.binding ? { pendingWrites: writes.binding } : {}),
       ...(req.schema === undefined ? {} : { schema: req.schema }),
       ...(req.migration ? { from: req.migration.from, to: req.migration.to } : {}),
+      ...(req.clear ? { clear: true as const } : {}),
     } satisfies DeltaPayload & { from?: number; to?: number };
   }
 

@@ -1,11 +1,14 @@
 import { pino } from 'pino';
 import {
+  HefestoApiError,
   HefestoClient,
   type HefestoClientOptions,
   type RetryPolicy,
 } from '../../packages/client/src/index.js';
 import { HefestoSession } from '../../packages/openai-agents/src/index.js';
+import type { Problem } from '../../shared/client/errors.js';
 import type { AppendOptions } from '../../shared/commit/append.js';
+import { Compactor } from '../../shared/compaction/compactor.js';
 import { createApp } from '../../shared/http/app.js';
 import { KeyService } from '../../shared/keys/keys.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
@@ -18,6 +21,8 @@ import type { StoreFactory, StorePair } from '../support/stores.js';
  * HefestoSessions whose client sends its requests to it (`app.request`, no socket), with a
  * settable clock, a crash hook and a fetch that can lose replies.
  */
+
+const COMPACT_GRACE = 10_000;
 
 export const ROOT_KEY = 'root-key-for-session-tests-0123456789abcdef';
 
@@ -38,6 +43,13 @@ export interface SessionWorld {
   session(sessionId: string, options?: ClientOptions & { largeItemBytes?: number }): HefestoSession;
   client(options?: ClientOptions): HefestoClient;
   ledger: Ledger;
+  /** A new server process over the same stores (nothing warm in its memory). */
+  restart(): void;
+  stores: StorePair;
+  /** A GET of the API as the root key, its JSON answer (a ProofGet: the audit's reads). */
+  get(path: string, query?: Record<string, string | number | undefined>): Promise<unknown>;
+  /** Compactor runs until nothing is due, the clock moving past each grace period. */
+  compact(): Promise<void>;
   advance(ms: number): void;
   /** Throw from the append step named, once per call. */
   crashAfter(step: 'segment-written' | 'committed'): void;
@@ -56,12 +68,15 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
     throw new Error(`process died after ${step}`);
   };
   const signing = new KeyRing(new FakeSigner('sessions'));
-  const ledger = new Ledger(
-    { objects: stores.objects, records: stores.records, clock },
-    { crash, signing },
-  );
   const keys = new KeyService({ records: stores.records, clock, rootKey: ROOT_KEY });
-  const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock });
+  const serve = () => {
+    const ledger = new Ledger(
+      { objects: stores.objects, records: stores.records, clock },
+      { crash, signing },
+    );
+    return { ledger, app: createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock }) };
+  };
+  let { ledger, app } = serve();
 
   const client = (options: ClientOptions = {}) => {
     const { lose, forge } = options;
@@ -100,7 +115,38 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
           : { largeItemBytes: options.largeItemBytes }),
       }),
     client,
-    ledger,
+    get ledger() {
+      return ledger;
+    },
+    restart: () => {
+      ({ ledger, app } = serve());
+    },
+    stores,
+    get: async (path, query = {}) => {
+      const url = new URL(path, 'http://hefesto.test');
+      for (const [k, v] of Object.entries(query))
+        if (v !== undefined) url.searchParams.set(k, String(v));
+      const res = await app.request(url.toString(), {
+        headers: { authorization: `Bearer ${ROOT_KEY}` },
+      });
+      const body = (await res.json()) as Problem;
+      if (!res.ok)
+        throw new HefestoApiError(body.code as never, res.status, body.detail ?? '', body);
+      return body;
+    },
+    compact: async () => {
+      for (let i = 0; i < 6; i++) {
+        await new Compactor({
+          objects: stores.objects,
+          records: stores.records,
+          clock,
+          ids: { newId: () => `compactor-${now}-${i}` },
+          states: ledger.states,
+          graceMs: COMPACT_GRACE,
+        }).run();
+        now += COMPACT_GRACE * 2;
+      }
+    },
     advance: (ms) => {
       now += ms;
     },

@@ -81,10 +81,15 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
     return this.#sessionId;
   }
 
-  /** The last `limit` items (all without one), oldest first: one request (none for 0). */
+  /**
+   * The last `limit` items (all without one), oldest first: one request (none for 0), whose
+   * items are checked here against the chain's record of the state (the event that set it and
+   * the items' Merkle path; with a verifying client, that event also proven in the signed tree
+   * head). Items that do not check out are refused: a `ClientVerificationError`, none returned.
+   */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
-    const { items } = await this.#client.getHistory(this.#sessionId, { limit });
+    const { items } = await this.#client.getHistory(this.#sessionId, { limit, proof: true });
     return items as unknown as AgentInputItem[];
   }
 

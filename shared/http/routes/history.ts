@@ -17,7 +17,15 @@ import {
 } from '../openapi-errors.js';
 import { SignedTreeHeadSchema } from '../proof-schemas.js';
 import { queryInt } from '../query-int.js';
-import { AppendHeaders, BEARER_SECURITY, Incarnation, json, StreamParams } from '../schemas.js';
+import {
+  AppendHeaders,
+  BEARER_SECURITY,
+  Incarnation,
+  json,
+  LedgerEventSchema,
+  StreamParams,
+} from '../schemas.js';
+import { StateProofSchema } from '../state-schemas.js';
 
 /** Schemas and routes of a session's history (shared/history/, docs/openai-agents.md). */
 
@@ -84,10 +92,35 @@ const HistoryQuery = z.object({
   limit: queryInt({ min: 0 })
     .optional()
     .openapi({ param: { name: 'limit', in: 'query' }, example: 10 }),
+  proof: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((v) => v === 'true')
+    .openapi({
+      param: { name: 'proof', in: 'query' },
+      description:
+        'true: the answer also carries `proof`, what a client checks the items against ' +
+        'the chain with (docs/openai-agents.md, "Verified reads")',
+    }),
 });
 
+const HistoryProofSchema = z
+  .object({
+    event: LedgerEventSchema.openapi({
+      description: 'The event that set the state the items are read from (the head’s stateSeq)',
+    }),
+    state: StateProofSchema.openapi({
+      description: 'The Merkle path of `/items` in that state; its value is the whole history',
+    }),
+  })
+  .openapi('HistoryProof');
+
 const HistoryResult = z
-  .object({ seq: z.number().int().min(0), items: z.array(Item) })
+  .object({
+    seq: z.number().int().min(0),
+    items: z.array(Item),
+    proof: HistoryProofSchema.optional(),
+  })
   .openapi('HistoryResult', {
     example: {
       seq: 1,
@@ -144,9 +177,13 @@ export const historyRoutes = ({ ledger, keys, limits }: HistoryRoutesDeps) => {
   });
   app.openapi(get, async (c) => {
     const { streamId } = c.req.valid('param');
-    const { limit } = c.req.valid('query');
+    const { limit, proof } = c.req.valid('query');
     const tenant = principalOf(c).tenant;
-    const page = await ledger.history.read(tenant, streamId, { limit, memory: c.get('memory') });
+    const page = await ledger.history.read(tenant, streamId, {
+      limit,
+      proof,
+      memory: c.get('memory'),
+    });
     return c.json(page, 200);
   });
 
