@@ -49,4 +49,6 @@ export interface HistoryChangeResult {
 export interface HistoryPage {
   seq: number;
   items: Json[];
+  /** The schema version of the items, when above 1 (docs/schema-evolution.md, "Sessions"). */
+  schema?: number;
 }
