@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChannelSchema, HefestoSaver } from '../../packages/langgraph/src/index.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { SchemaTooNewError, UpcasterMissingError } from '../../shared/client/errors.js';
-import { type Backend, backends, ROOT } from './backends.js';
+import { type Backend, backends, memory, ROOT } from './backends.js';
 
 /**
  * Issue 31: HefestoSaver's upcaster hook (packages/langgraph/src/channel-schema.ts). Version 1
@@ -43,7 +43,7 @@ const graphV2 = (saver: BaseCheckpointSaver) =>
     .addEdge('step', END)
     .compile({ checkpointer: saver });
 
-describe.each(backends.filter((b) => b.available))(
+describe.each([memory, ...backends].filter((b) => b.available))(
   'HefestoSaver channel upcasters, on $name',
   (kind) => {
     let backend: Backend;
