@@ -41,7 +41,7 @@ describe.each(runs.map((r) => [r.name, r] as const))(
 
     it('gives every state the digest its event records', () => {
       for (const [i, state] of run.states.entries()) {
-        const { stateDigest } = run.events[i]?.payload as { stateDigest: string };
+        const { stateDigest } = (run.events[i] as LedgerEvent).payload as { stateDigest: string };
         expect(digestOfState(state, 2)).toBe(stateDigest);
       }
     });

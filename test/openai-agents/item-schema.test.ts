@@ -2,6 +2,7 @@ import type { AgentInputItem } from '@openai/agents-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   HefestoApiError,
+  type LedgerEvent,
   SchemaTooNewError,
   UpcasterMissingError,
 } from '../../packages/client/src/index.js';
@@ -77,7 +78,9 @@ for (const factory of allStores) {
       const [migration, ...more] = await migrations(id);
       expect(more).toEqual([]);
       expect(migration?.payload).toMatchObject({ from: 1, to: 2 });
-      const ops = (migration?.payload as { ops: { path: string }[] }).ops.map((o) => o.path);
+      const ops = ((migration as LedgerEvent).payload as { ops: { path: string }[] }).ops.map(
+        (o) => o.path,
+      );
       expect(ops).toEqual(['/items/0', '/items/1', '/items/2', '/items/3', '/schema']);
       // The read, the state for the migration, the migration; the change (no read before it).
       expect(sent).toEqual([
