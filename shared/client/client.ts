@@ -743,10 +743,10 @@ export class HefestoClient {
       query: { limit: options.limit, ...(options.proof ? { proof: 'true' } : {}) },
     });
     if (!options.proof) return body;
-    const { items, event } = provenHistory(body, options.limit);
+    const { items, event, schema } = provenHistory(body, options.limit);
     // With `verify`: the event proven in the signed tree head extending the trusted one.
     if (this.#verify && event) await this.#proofs?.checkRead(streamId, event);
-    return { seq: body.seq, items };
+    return { seq: body.seq, items, ...(schema === undefined ? {} : { schema }) };
   }
 
   /**
@@ -755,6 +755,7 @@ export class HefestoClient {
    * across this call's retries) makes it apply once: repeated with the same change it
    * answers `applied: false`, with another it is a 422 `ErrIdempotencyKeyReused`. A
    * replace_suffix whose expectedSuffix no longer matches is a 409 `ErrDivergenceDetected`.
+   * `schema`: the version of the items' shape (docs/schema-evolution.md, "Sessions").
    *
    * @example
    * ```ts
@@ -768,14 +769,15 @@ export class HefestoClient {
   async changeHistory(
     streamId: string,
     change: HistoryChange,
-    options: { operationId?: string } = {},
+    options: { operationId?: string; schema?: number } = {},
   ): Promise<HistoryChangeResult> {
     await this.#beforeFirstWrite(streamId);
     const path = `/v1/streams/${enc(streamId)}/history`;
     const operationId = options.operationId ?? this.#newKey();
+    const schema = options.schema === undefined ? {} : { schema: options.schema };
     const { body } = await this.#inLife(streamId, {}, (incarnation) =>
       this.#http.call<HistoryChangeResult>('POST', path, {
-        body: { operationId, change },
+        body: { operationId, change, ...schema },
         fence: this.#fences.get(streamId),
         incarnation,
         // The operation id makes a lost reply safe to send again.

@@ -11,7 +11,9 @@ import type { Json, LedgerEvent, StateValue } from './types.js';
  *   1. the event that set the state: its hash recomputed from its fields (the caller proves
  *      that hash in a signed tree head when it verifies receipts);
  *   2. the Merkle path of `/items` checked against the state digest that event records;
- *   3. the items answered: the last `limit` of that proven value, whatever else was sent.
+ *   3. the items answered: the last `limit` of that proven value, whatever else was sent;
+ *   4. their schema version the one that event yields (a delta's `schema`, a migration's
+ *      `to`; absent: 1), so a forged `schema` cannot make a session upcast current items.
  * A page with no items needs no proof; one with items and none, or any check that fails, is a
  * ClientVerificationError and nothing is returned.
  *
@@ -23,7 +25,7 @@ import type { Json, LedgerEvent, StateValue } from './types.js';
 export const provenHistory = (
   page: HistoryPage,
   limit: number | undefined,
-): { items: Json[]; event?: LedgerEvent } => {
+): { items: Json[]; event?: LedgerEvent; schema?: number } => {
   const { proof } = page;
   if (!proof) {
     if (page.items.length > 0) {
@@ -40,5 +42,19 @@ export const provenHistory = (
     throw new ClientVerificationError(event.seq, 'the proven history is not a list of items');
   }
   const items = limit === undefined ? value : limit <= 0 ? [] : value.slice(-limit);
-  return { items, event };
+  const schema = yieldedSchema(event);
+  if ((page.schema ?? 1) !== schema) {
+    throw new ClientVerificationError(
+      event.seq,
+      `the server sent schema version ${page.schema ?? 1}; the event that set the state yields ${schema}`,
+    );
+  }
+  return { items, event, ...(schema > 1 ? { schema } : {}) };
+};
+
+/** The schema version of the state an event yields: a migration's `to`, else its `schema`. */
+const yieldedSchema = (event: LedgerEvent): number => {
+  const payload = (event.payload ?? {}) as { to?: unknown; schema?: unknown };
+  const version = event.type === 'hefesto.migration' ? payload.to : payload.schema;
+  return typeof version === 'number' ? version : 1;
 };

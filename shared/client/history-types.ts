@@ -54,4 +54,6 @@ export interface HistoryPage {
    * path of `/items` in that state (docs/openai-agents.md, "Verified reads").
    */
   proof?: { event: LedgerEvent; state: NonNullable<StateValue['proof']> };
+  /** The schema version of the items, when above 1 (docs/schema-evolution.md, "Sessions"). */
+  schema?: number;
 }

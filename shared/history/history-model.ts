@@ -2,16 +2,19 @@ import { canonicalJson, type JsonValue } from '../domain/canonical.js';
 import { DivergenceError } from '../domain/errors.js';
 import { sha256Hex } from '../domain/hashing.js';
 import type { DeltaOp, JsonObject } from '../domain/state.js';
+import { isSchemaVersion } from '../domain/state-schema.js';
 import { hashValue } from '../domain/state-v2/index.js';
 
 /**
  * A session's conversation history (an OpenAI Agents SDK `Session`, docs/openai-agents.md) as
  * the state of its stream:
  *
- *   { "items": [item, ...], "life": n }
+ *   { "items": [item, ...], "life": n, "schema": v }
  *
  * `items` the history in order; `life` the number of clears so far (the operation ids of a
- * history are scoped by it: a cleared history forgets them). Every change is one delta
+ * history are scoped by it: a cleared history forgets them); `schema` the version of the
+ * items' shape when above 1 (docs/schema-evolution.md, "Sessions": set by the writer of a
+ * new history or by a `hefesto.migration`; kept by clears and replacements). Every change is one delta
  * checkpoint computed here from the state it applies to. An item of a change may be a
  * reference, `{"$hefesto.ref": {hash, size}}` (exactly that one key), to a value uploaded as
  * chunks first (PUT /v1/chunks, docs/state-v2.md "Large values"): it is set by ref, so the
@@ -35,14 +38,20 @@ export type HistoryChange =
 export interface SessionHistory {
   items: JsonValue[];
   life: number;
+  /** The schema version of the items (1 when the state records none). */
+  schema: number;
 }
 
-export const EMPTY_HISTORY: SessionHistory = { items: [], life: 0 };
+export const EMPTY_HISTORY: SessionHistory = { items: [], life: 0, schema: 1 };
+
+/** The schema version a history's state records (1 when none). */
+export const historySchemaOf = (value: unknown): number => (isSchemaVersion(value) ? value : 1);
 
 /** The history a stream's state holds (a state no change wrote reads as empty). */
 export const historyOf = (state: JsonObject): SessionHistory => ({
   items: Array.isArray(state.items) ? state.items : [],
   life: typeof state.life === 'number' ? state.life : 0,
+  schema: historySchemaOf(state.schema),
 });
 
 /** The reference an item of a change is, if it is one. */
@@ -97,7 +106,7 @@ const setItem = (i: number, item: JsonValue): DeltaOp => {
 
 /**
  * The delta that makes `change` on `history` (`exists` false for a stream that holds no
- * history yet), or undefined when the change changes nothing and records no operation id (a
+ * history yet: a new history records the writer's `schema` version when above 1), or undefined when the change changes nothing and records no operation id (a
  * pop of an empty history, a clear of a session never written). A replace_suffix whose
  * expectedSuffix is not the history's suffix is refused (ErrDivergenceDetected) before
  * anything is written.
@@ -105,16 +114,29 @@ const setItem = (i: number, item: JsonValue): DeltaOp => {
 export const planChange = (
   history: SessionHistory,
   change: HistoryChange,
-  state: { exists: boolean },
+  state: { exists: boolean; schema?: number },
 ): HistoryPlan | undefined => {
-  const plan = planOf(history, change, state);
+  const plan = withSchema(planOf(history, change, state), state);
   // An operation id is recorded even when its transaction changes nothing (as MemorySession
   // records it): the delta then sets the life to itself.
   if (plan || (change.type !== 'append_items' && change.type !== 'replace_suffix')) return plan;
-  return {
-    ops: state.exists ? [{ op: 'set', path: '/life', value: history.life }] : fresh(history, []),
-    length: history.items.length,
-  };
+  return withSchema(
+    {
+      ops: state.exists ? [{ op: 'set', path: '/life', value: history.life }] : fresh(history, []),
+      length: history.items.length,
+    },
+    state,
+  );
+};
+
+/** A new history's plan also sets the version of its items, when above 1. */
+const withSchema = (
+  plan: HistoryPlan | undefined,
+  state: { exists: boolean; schema?: number },
+): HistoryPlan | undefined => {
+  const schema = state.schema ?? 1;
+  if (!plan || state.exists || schema === 1) return plan;
+  return { ...plan, ops: [...plan.ops, { op: 'set', path: '/schema', value: schema }] };
 };
 
 /** The whole history set: an empty list, the life, then each item (by value or by ref). */

@@ -4,7 +4,9 @@ import type { JsonValue } from '../domain/canonical.js';
 import {
   DivergenceError,
   IdempotencyKeyReusedError,
+  InvalidInputError,
   NotFoundError,
+  SchemaTooNewError,
   StreamNotFoundError,
   UnavailableError,
 } from '../domain/errors.js';
@@ -23,6 +25,7 @@ import {
   EMPTY_HISTORY,
   type HistoryChange,
   historyOf,
+  historySchemaOf,
   operationIdHash,
   planChange,
   type SessionHistory,
@@ -53,6 +56,12 @@ export interface HistoryChangeRequest {
   fence?: number;
   /** The stream's incarnation the change was first sent to (Hefesto-Incarnation). */
   incarnation?: string;
+  /**
+   * The schema version of the change's items (docs/schema-evolution.md, "Sessions"); absent: 1.
+   * It must be the history's: an older writer is refused (ErrSchemaTooNew), a newer one
+   * migrates the history first (400 until it has).
+   */
+  schema?: number;
   memory?: MemoryAccount;
 }
 
@@ -102,7 +111,7 @@ export class HistoryService {
     tenant: string,
     stream: string,
     options: { limit?: number; memory?: MemoryAccount; proof?: boolean } = {},
-  ): Promise<{ items: JsonValue[]; seq: number; proof?: HistoryProof }> {
+  ): Promise<{ items: JsonValue[]; seq: number; schema?: number; proof?: HistoryProof }> {
     const { limit } = options;
     if (options.proof) return this.#proven(tenant, stream, options);
     if (limit !== undefined && limit <= 0) return { items: [], seq: 0 };
@@ -121,14 +130,34 @@ export class HistoryService {
       throw err;
     }
     const items = Array.isArray(value.value) ? value.value : [];
-    return { items: limit === undefined ? items : items.slice(-limit), seq: value.seq };
+    const schema = await this.#schemaAt(tenant, stream, value.seq, options.memory);
+    return {
+      items: limit === undefined ? items : items.slice(-limit),
+      seq: value.seq,
+      ...(schema > 1 ? { schema } : {}),
+    };
+  }
+
+  /** The schema version of the items at `seq` (its state's `/schema`; 1 when none). */
+  async #schemaAt(tenant: string, stream: string, at: number, memory?: MemoryAccount) {
+    try {
+      const { value } = await readStateValue(
+        this.deps.states,
+        { tenant, stream, at, path: '/schema', memory },
+        { cache: this.deps.checkpoints.cache },
+      );
+      return historySchemaOf(value);
+    } catch (err) {
+      if (err instanceof NotFoundError) return 1;
+      throw err;
+    }
   }
 
   async #proven(
     tenant: string,
     stream: string,
     options: { limit?: number; memory?: MemoryAccount },
-  ): Promise<{ items: JsonValue[]; seq: number; proof?: HistoryProof }> {
+  ): Promise<{ items: JsonValue[]; seq: number; schema?: number; proof?: HistoryProof }> {
     const { states, checkpoints } = this.deps;
     let head: ChainHead;
     try {
@@ -155,8 +184,10 @@ export class HistoryService {
     const all = Array.isArray(value.value) ? value.value : [];
     const { limit } = options;
     const items = limit === undefined ? all : limit <= 0 ? [] : all.slice(-limit);
-    if (!event || !value.proof) return { items, seq: head.seq };
-    return { items, seq: head.seq, proof: { event, state: value.proof } };
+    const schema = await this.#schemaAt(tenant, stream, at, options.memory);
+    const versioned = { items, seq: head.seq, ...(schema > 1 ? { schema } : {}) };
+    if (!event || !value.proof) return versioned;
+    return { ...versioned, proof: { event, state: value.proof } };
   }
 
   async change(req: HistoryChangeRequest): Promise<HistoryOutcome> {
@@ -185,10 +216,11 @@ export class HistoryService {
         const done = await this.#done(req, head, history, idempotency);
         if (done) return done;
       }
-      const plan = planChange(history, change, {
-        // a stream that holds no history yet (never written, or written by other routes)
-        exists: head.exists && Array.isArray(state.items),
-      });
+      // a stream that holds no history yet (never written, or written by other routes)
+      const exists = head.exists && Array.isArray(state.items);
+      const schema = req.schema ?? 1;
+      if (exists) checkSchema(history.schema, schema);
+      const plan = planChange(history, change, { exists, schema });
       if (!plan) return { seq: head.seq, applied: false };
       let result: Awaited<ReturnType<Checkpointer['checkpoint']>>;
       try {
@@ -202,6 +234,7 @@ export class HistoryService {
           incarnation: req.incarnation,
           memory: req.memory,
           ...(change.type === 'clear' ? { clear: true as const } : {}),
+          ...(schema > 1 ? { schema } : {}),
         });
       } catch (err) {
         // The history moved between 1 and 4: plan the change again on the new one.
@@ -279,5 +312,19 @@ export class HistoryService {
     return hydrated.state;
   }
 }
+
+/**
+ * A writer's items must have the history's shape: an older writer would put the old shape
+ * into a history that has moved on (ErrSchemaTooNew); a newer one must migrate it first.
+ */
+const checkSchema = (stored: number, writer: number): void => {
+  if (stored > writer) throw new SchemaTooNewError(stored, writer);
+  if (stored < writer) {
+    throw new InvalidInputError(
+      `the history's items are at schema version ${stored}; a writer of version ${writer} ` +
+        'migrates them first (a hefesto.migration)',
+    );
+  }
+};
 
 const popped = (item: JsonValue | undefined) => (item === undefined ? {} : { popped: item });

@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { HefestoSession } from '../../packages/openai-agents/src/index.js';
 import { chunkPrefix, streamObjectPrefix } from '../../shared/chain/storage-keys.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { resume } from '../../shared/client/harness.js';
@@ -10,7 +11,7 @@ import { allStores, type StorePair } from '../support/stores.js';
 
 /**
  * The cost of a migration on a 1,000-turn run (issue 31's closing figures): requests of a
- * resume with and without one, the bytes of its checkpoint request, and the bytes it adds to
+ * resume (and of a session's read) with and without one, the bytes of its checkpoint request, and the bytes it adds to
  * storage, next to a turn's. Counted at the fetch layer and in the object store, not timed.
  */
 
@@ -49,8 +50,8 @@ const bytesUnder = async (stores: StorePair, prefix: string): Promise<number> =>
 };
 
 /** What the stream holds in objects: its segments and bases, and the tenant's chunks. */
-const storedBytes = async (stores: StorePair): Promise<number> =>
-  (await bytesUnder(stores, streamObjectPrefix('default', 'long'))) +
+const storedBytes = async (stores: StorePair, stream = 'long'): Promise<number> =>
+  (await bytesUnder(stores, streamObjectPrefix('default', stream))) +
   (await bytesUnder(stores, chunkPrefix('default')));
 
 describe.each(allStores.filter((s) => s.enabled && s.name !== 'aws'))(
@@ -104,6 +105,50 @@ describe.each(allStores.filter((s) => s.enabled && s.name !== 'aws'))(
       // One set of the list (canonical ~18 B an entry), not two ops per entry.
       expect(withMigration.checkpointBytes).toBeLessThan(TURNS * 40);
       expect(migrated.state.log).toHaveLength(TURNS);
+    });
+
+    it(`is one state read and one checkpoint request for a ${TURNS}-item session`, async () => {
+      const world = serve(stores);
+      const { client, counts } = world;
+      const v1 = new HefestoSession({ sessionId: 'chat', client });
+      for (let t = 1; t <= TURNS; t++) {
+        await v1.addItems([{ type: 'message', role: 'user', content: `turn ${t}` }]);
+      }
+      const before = await storedBytes(stores, 'chat');
+      world.reset();
+      await v1.getItems(10);
+      const plain = counts.requests;
+      // Version 2 keeps every user message's content as input_text parts: all 1,000 change.
+      const v2 = new HefestoSession({
+        sessionId: 'chat',
+        client,
+        schema: {
+          version: 2,
+          upcasters: {
+            1: (item) => ({ ...item, content: [{ type: 'input_text', text: item.content }] }),
+          },
+        },
+      });
+      world.reset();
+      const items = await v2.getItems(10);
+      const withMigration = { ...counts };
+      const after = await storedBytes(stores, 'chat');
+      world.reset();
+      await v2.getItems(10);
+      const read = counts.requests;
+      console.log(
+        `[schema cost ${f.name}] session of ${TURNS} items: getItems ${plain} request; with a ` +
+          `migration ${withMigration.requests} (+${withMigration.requests - plain}); migration ` +
+          `request ${withMigration.checkpointBytes} B, stored +${after - before} B; the next ` +
+          `getItems ${read} request`,
+      );
+      expect(withMigration.requests).toBe(plain + 2);
+      expect(read).toBe(plain);
+      expect(items.at(-1)).toEqual({
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'input_text', text: `turn ${TURNS}` }],
+      });
     });
   },
 );

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChannelSchema, HefestoSaver } from '../../packages/langgraph/src/index.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { SchemaTooNewError, UpcasterMissingError } from '../../shared/client/errors.js';
-import { type Backend, backends, ROOT } from './backends.js';
+import { type Backend, backends, memory, ROOT } from './backends.js';
 
 /**
  * Issue 31: HefestoSaver's upcaster hook (packages/langgraph/src/channel-schema.ts). Version 1
@@ -43,7 +43,7 @@ const graphV2 = (saver: BaseCheckpointSaver) =>
     .addEdge('step', END)
     .compile({ checkpointer: saver });
 
-describe.each(backends.filter((b) => b.available))(
+describe.each([memory, ...backends].filter((b) => b.available))(
   'HefestoSaver channel upcasters, on $name',
   (kind) => {
     let backend: Backend;
@@ -98,6 +98,81 @@ describe.each(backends.filter((b) => b.available))(
         .catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(SchemaTooNewError);
       expect(refused).toMatchObject({ streamVersion: 2, workerVersion: 1 });
+    });
+
+    it('upcasts the pending writes a version-1 task left across the deploy, and refuses a newer write', async () => {
+      // Version 1 runs two tasks at once: `a` finishes (its write kept as a pending write of
+      // the checkpoint), `b` fails; version 2 resumes the thread and runs only `b`.
+      const parallelV1 = (saver: BaseCheckpointSaver) =>
+        new StateGraph(V1)
+          .addNode('a', () => ({ notes: ['from a'], turns: 1 }))
+          .addNode('b', (): typeof V1.Update => {
+            throw new Error('b fails at version 1');
+          })
+          .addEdge(START, 'a')
+          .addEdge(START, 'b')
+          .addEdge('a', END)
+          .addEdge('b', END)
+          .compile({ checkpointer: saver });
+      const parallelV2 = (saver: BaseCheckpointSaver) =>
+        new StateGraph(V2)
+          .addNode('a', () => ({ notes: [{ text: 'a again' }], turns: 1 }))
+          .addNode('b', () => ({ notes: [{ text: 'from b' }], turns: 1 }))
+          .addEdge(START, 'a')
+          .addEdge(START, 'b')
+          .addEdge('a', END)
+          .addEdge('b', END)
+          .compile({ checkpointer: saver });
+      const thread = { configurable: { thread_id: 'pending' } };
+      await expect(parallelV1(saver()).invoke({ notes: ['start'] }, thread)).rejects.toThrow(
+        'b fails at version 1',
+      );
+      const left = await saver().getTuple(thread);
+      expect(left?.pendingWrites).toContainEqual([expect.any(String), 'notes', ['from a']]);
+
+      // Read at version 2, the write is in version 2's shape; resumed, `a` is not run again.
+      const read = await saver(v2Schema).getTuple(thread);
+      expect(read?.pendingWrites).toContainEqual([
+        expect.any(String),
+        'notes',
+        [{ text: 'from a' }],
+      ]);
+      const done = await parallelV2(saver(v2Schema)).invoke(null, thread);
+      expect(done.notes).toEqual([{ text: 'start' }, { text: 'from a' }, { text: 'from b' }]);
+      expect(done.turns).toBe(2);
+
+      // A version-2 write to a checkpoint a version-1 saver still reads is refused there.
+      const other = { configurable: { thread_id: 'pending-newer' } };
+      await graphV1(saver()).invoke({ notes: ['x'] }, other);
+      const tip = await saver().getTuple(other);
+      await saver(v2Schema).putWrites(tip?.config ?? other, [['notes', [{ text: 'y' }]]], 'task-2');
+      const refused = await saver()
+        .getTuple(other)
+        .catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(SchemaTooNewError);
+      expect(refused).toMatchObject({ streamVersion: 2, workerVersion: 1 });
+    });
+
+    it('answers a DeltaChannel history whose seed and writes a version-1 saver wrote, upcast', async () => {
+      const thread = { configurable: { thread_id: 'seeded' } };
+      await graphV1(saver()).invoke({ notes: ['a'] }, thread);
+      const tip = await saver().getTuple(thread);
+      const config = tip?.config ?? thread;
+
+      const old = await saver().getDeltaChannelHistory({ config, channels: ['notes'] });
+      const now = await saver(v2Schema).getDeltaChannelHistory({ config, channels: ['notes'] });
+
+      const seed = old.notes?.seed as string[];
+      expect(seed.length).toBeGreaterThan(0);
+      expect(old.notes?.writes.length).toBeGreaterThan(0);
+      expect(now.notes?.seed).toEqual(seed.map((text) => ({ text })));
+      expect(now.notes?.writes).toEqual(
+        (old.notes?.writes ?? []).map(([task, ch, v]) => [
+          task,
+          ch,
+          (v as string[]).map((text) => ({ text })),
+        ]),
+      );
     });
 
     it('names the step a channel lacks', async () => {

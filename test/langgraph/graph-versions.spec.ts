@@ -3,7 +3,7 @@ import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoSaver } from '../../packages/langgraph/src/index.js';
 import { HefestoClient } from '../../shared/client/client.js';
-import { type Backend, backends, ROOT } from './backends.js';
+import { type Backend, backends, memory, ROOT } from './backends.js';
 
 /**
  * Issue 31: one thread across two versions of a graph. Version 2 adds a channel (`count`) and
@@ -50,7 +50,7 @@ const acrossVersions = async (saver: () => BaseCheckpointSaver) => {
   return seen;
 };
 
-describe.each(backends.filter((b) => b.available))(
+describe.each([memory, ...backends].filter((b) => b.available))(
   'HefestoSaver across two graph versions, on $name',
   (kind) => {
     let backend: Backend;

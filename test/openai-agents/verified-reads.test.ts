@@ -96,6 +96,14 @@ for (const factory of allStores) {
           (event.payload as Record<string, unknown>).stateDigest = '0'.repeat(64);
         },
       ],
+      [
+        // The items written at version 1 said to be at 3: a session would refuse them (or
+        // skip its upcasters) on the server's word.
+        'a schema version the event that set the state does not yield',
+        (b) => {
+          b.schema = 3;
+        },
+      ],
     ];
     for (const [what, edit] of forgeries) {
       it(`refuses an answer with ${what}: ClientVerificationError`, async () => {

@@ -9,6 +9,13 @@ import { SchemaTooNewError, UpcasterMissingError } from '@hefesto/client';
  * checkpoint of an older version upcasts its values; a put after it writes every channel in
  * the new shape. A channel without upcasters keeps its value across versions.
  *
+ * Pending writes are stamped one by one (`s` in the encoded value, absent: 1), as the writes of
+ * one checkpoint may come from savers of two versions (a version-1 task that finished before the
+ * deploy, a version-2 one after it): a write of an older version is upcast with its channel's
+ * upcasters when read (so they must accept a write's value, the update the channel's reducer
+ * takes, as well as the channel's value), one of a newer version refused. A DeltaChannel's seed
+ * is upcast from the version of the state it was read from.
+ *
  * @example
  * ```ts
  * const schema: ChannelSchema = {
@@ -51,6 +58,16 @@ export class ChannelUpcasters {
     return stored;
   }
 
+  /** The version a pending write was written at (its stamp); a newer one than ours is refused. */
+  versionOfWrite(encoded: { s?: unknown }): number {
+    return this.versionOf({ schema: encoded.s });
+  }
+
+  /** Whether values of `channel` change between versions (its upcasters). */
+  upcasts(channel: string): boolean {
+    return this.version > 1 && this.#channels[channel] !== undefined;
+  }
+
   /** A channel's value of version `from`, brought up to ours. */
   upcast(channel: string, value: unknown, from: number): unknown {
     const steps = this.#channels[channel];
@@ -68,5 +85,10 @@ export class ChannelUpcasters {
   /** What a put records: the version on the stream state and its delta, above 1 only. */
   get stamp(): { schema: number } | Record<string, never> {
     return this.version > 1 ? { schema: this.version } : {};
+  }
+
+  /** What a pending write's encoded value records: the version, above 1 only. */
+  get writeStamp(): { s: number } | Record<string, never> {
+    return this.version > 1 ? { s: this.version } : {};
   }
 }

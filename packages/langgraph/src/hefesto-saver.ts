@@ -61,7 +61,8 @@ import { WritesInFlight } from './writes-in-flight.js';
 // Threads are new streams, and new streams use state digest v2 (docs/records-v2.md).
 const EMPTY_DIGEST = emptyStateDigest(2);
 
-type Encoded = { j: Json } | { t: string; b: string } | { r: ValueRef };
+/** `s`: the schema version a pending write was written at, above 1 (channel-schema.ts). */
+type Encoded = ({ j: Json } | { t: string; b: string } | { r: ValueRef }) & { s?: number };
 
 /** Where the state holds the channel values (a history's seeds are read there). */
 const VALUES = '/values';
@@ -247,9 +248,14 @@ export class HefestoSaver extends BaseCheckpointSaver {
     };
   }
 
-  /** A stored pending write's value, read from its chunks when it was written by ref. */
-  #writeValue(w: StoredWrite): Promise<unknown> {
-    return this.#decode(w.ref ? { r: w.ref } : (w.value as Encoded));
+  /**
+   * A stored pending write's value, read from its chunks when it was written by ref, in this
+   * saver's schema version (upcast from the one it was stamped with).
+   */
+  async #writeValue(w: StoredWrite): Promise<unknown> {
+    const encoded = (w.ref ? await this.client.readValue(w.ref) : w.value) as Encoded;
+    const from = this.#schema.versionOfWrite(encoded);
+    return this.#schema.upcast(w.channel, await this.#decode(encoded), from);
   }
 
   /**
@@ -359,12 +365,24 @@ export class HefestoSaver extends BaseCheckpointSaver {
             async (w) => [w.taskId, w.channel, await this.#writeValue(w)] as CheckpointPendingWrite,
           ),
         );
-        out[ch] = h.seed
-          ? { writes, seed: await this.#decode(h.seed.value as Encoded) }
-          : { writes };
+        out[ch] = h.seed ? { writes, seed: await this.#seed(ids.stream, ch, h.seed) } : { writes };
       }
     }
     return out;
+  }
+
+  /** A DeltaChannel's seed in this saver's version: upcast from its state's (one read if so). */
+  async #seed(stream: string, channel: string, seed: { seq: number; value: Json }) {
+    const value = await this.#decode(seed.value as Encoded);
+    if (!this.#schema.upcasts(channel)) return value;
+    const stored = await this.client.getValue(stream, '/schema', { at: seed.seq }).then(
+      (v) => v.value,
+      (err: unknown) => {
+        if (notFound(err)) return undefined;
+        throw err;
+      },
+    );
+    return this.#schema.upcast(channel, value, this.#schema.versionOf({ schema: stored }));
   }
 
   /**
@@ -514,7 +532,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
       writes.map(async ([channel, value], idx) => ({
         idx: WRITES_IDX_MAP[channel] ?? idx,
         channel,
-        value: (await this.#encode(value)) as unknown as Json,
+        value: { ...(await this.#encode(value)), ...this.#schema.writeStamp } as unknown as Json,
       })),
     );
     const key = `${ids.stream}#${ids.id}`;

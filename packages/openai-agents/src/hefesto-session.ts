@@ -5,6 +5,7 @@ import {
   type SessionHistoryTransactionAwareSession,
   UserError,
 } from '@openai/agents-core';
+import { type ItemSchema, SessionItems } from './item-schema.js';
 import { jsonItems } from './json-items.js';
 
 /**
@@ -28,6 +29,11 @@ export type HefestoSessionOptions = {
    * named in the change by their hash. Default 192 KiB (a change's items may take 256 KiB).
    */
   largeItemBytes?: number;
+  /**
+   * The version of the items' shape and upcasters from older ones (docs/schema-evolution.md,
+   * "Sessions"): an older history is upcast on read and migrated once; a newer one refused.
+   */
+  schema?: ItemSchema;
 } & (
   | { client: HefestoClient; baseUrl?: never; apiKey?: never; tenant?: never }
   | { client?: never; baseUrl: string; apiKey: string | undefined; tenant?: string }
@@ -59,6 +65,7 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
   readonly #sessionId: string;
   readonly #client: HefestoClient;
   readonly #largeItemBytes: number;
+  readonly #items: SessionItems;
 
   constructor(options: HefestoSessionOptions) {
     this.#sessionId = options.sessionId ?? crypto.randomUUID();
@@ -75,6 +82,12 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
         apiKey: options.apiKey,
         tenant: options.tenant,
       });
+    this.#items = new SessionItems(
+      this.#client,
+      this.#sessionId,
+      options.schema,
+      this.#largeItemBytes,
+    );
   }
 
   async getSessionId(): Promise<string> {
@@ -89,8 +102,8 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
-    const { items } = await this.#client.getHistory(this.#sessionId, { limit, proof: true });
-    return items as unknown as AgentInputItem[];
+    const page = await this.#client.getHistory(this.#sessionId, { limit, proof: true });
+    return (await this.#items.read(page, limit)) as unknown as AgentInputItem[];
   }
 
   /** One request; an empty list sends none. */
@@ -160,7 +173,15 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
 
   async #change(change: HistoryChange, operationId?: string) {
     try {
-      return await this.#client.changeHistory(this.#sessionId, change, { operationId });
+      await this.#items.beforeWrite();
+      const options = { operationId, ...this.#items.wire };
+      const send = () => this.#client.changeHistory(this.#sessionId, change, options);
+      const result = await send().catch(async (err) => {
+        if (await this.#items.recover(err)) return send();
+        throw err;
+      });
+      this.#items.written();
+      return result;
     } catch (err) {
       if (!(err instanceof HefestoApiError)) throw err;
       if (err.code === 'ErrDivergenceDetected') {

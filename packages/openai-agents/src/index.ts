@@ -12,3 +12,4 @@
  * ```
  */
 export { HefestoSession, type HefestoSessionOptions } from './hefesto-session.js';
+export type { ItemSchema, ItemUpcaster } from './item-schema.js';

@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { canonicalJson, type JsonValue } from '../../domain/canonical.js';
 import { PayloadTooLargeError } from '../../domain/errors.js';
 import { checkOpsDepth, type HttpLimits } from '../../domain/limits.js';
+import { MAX_SCHEMA_VERSION } from '../../domain/state-schema.js';
 import type { HistoryChange } from '../../history/history-model.js';
 import type { KeyService } from '../../keys/keys.js';
 import type { Ledger } from '../../ledger/ledger.js';
@@ -29,6 +30,7 @@ import { StateProofSchema } from '../state-schemas.js';
 
 /** Schemas and routes of a session's history (shared/history/, docs/openai-agents.md). */
 
+const SchemaVersion = z.number().int().min(1).max(MAX_SCHEMA_VERSION);
 const Item = z.unknown().openapi({ description: 'A history item: any JSON value' });
 const Items = z.array(Item).max(1000);
 
@@ -65,6 +67,12 @@ const HistoryChangeBody = z
           'written; with another change: 422 ErrIdempotencyKeyReused, nothing written.',
       }),
     change: HistoryChangeSchema,
+    schema: SchemaVersion.optional().openapi({
+      description:
+        'The schema version of the change’s items (docs/schema-evolution.md, "Sessions"); ' +
+        'absent: 1. A history at a newer version refuses it (409 ErrSchemaTooNew); one at an ' +
+        'older version must be migrated first (400); a new history records it.',
+    }),
   })
   .openapi('HistoryChangeBody', {
     example: {
@@ -120,6 +128,9 @@ const HistoryResult = z
     seq: z.number().int().min(0),
     items: z.array(Item),
     proof: HistoryProofSchema.optional(),
+    schema: SchemaVersion.optional().openapi({
+      description: 'The schema version of the items, when above 1 (docs/schema-evolution.md)',
+    }),
   })
   .openapi('HistoryResult', {
     example: {
@@ -214,6 +225,7 @@ export const historyRoutes = ({ ledger, keys, limits }: HistoryRoutesDeps) => {
         'ErrInvalidDelta',
         'ErrDraining',
         'ErrStreamRecreated',
+        'ErrSchemaTooNew',
       ),
     },
   });
@@ -228,6 +240,7 @@ export const historyRoutes = ({ ledger, keys, limits }: HistoryRoutesDeps) => {
       stream: streamId,
       change: requested,
       operationId: body.operationId,
+      schema: body.schema,
       fence: c.req.valid('header')['Hefesto-Fencing-Token'],
       incarnation: c.req.valid('header')['Hefesto-Incarnation'],
       memory: c.get('memory'),
