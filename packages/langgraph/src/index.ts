@@ -7,5 +7,15 @@
 export type { ChannelSchema } from './channel-schema.js';
 export { type EffectToolOptions, effectKeyOf, effectTool } from './effect-tool.js';
 export { HefestoSaver, type HefestoSaverOptions, StaleThreadError } from './hefesto-saver.js';
+export {
+  type HefestoPutOperation,
+  HefestoStore,
+  type HefestoStoreOptions,
+} from './store/hefesto-store.js';
+export {
+  type StoreEmbeddings,
+  type StoreIndexConfig,
+  StoreIndexMissingError,
+} from './store/vectors.js';
 export { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
 export { ThreadFencedError, type ThreadLeaseOptions } from './thread-leases.js';
