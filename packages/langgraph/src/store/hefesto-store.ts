@@ -143,7 +143,7 @@ export class HefestoStore extends BaseStore {
       if ('namespace' in op) validateNamespace(op.namespace, { allowReservedRoot: true });
       if ('value' in op) {
         puts.set(`${op.namespace.join(':')}:${op.key}`, op);
-        reads.push(Promise.resolve(undefined));
+        reads.push(Promise.resolve(null));
       } else if ('key' in op) reads.push(this.#get(op));
       else if ('namespacePrefix' in op) reads.push(this.#search(op));
       else reads.push(this.#listNamespaces(op));

@@ -6,7 +6,7 @@ import { InvalidNamespaceError } from '@langchain/langgraph-checkpoint';
  * its own and followed by `.`, so the streams of every namespace under `["a", "b"]` share the
  * id prefix `{prefix}.a.b.` (what search and listNamespaces list) and no label's prefix is
  * another's (`["a"]` is `lgs.a.`, `["ab"]` is `lgs.ab.`). Letters, digits and `-` stay; any
- * other character is `:` + its UTF-8 bytes in hex. A label escaped to more than
+ * other character is each of its UTF-8 bytes as `:` + two hex digits (`é` is `:c3:a9`). A label escaped to more than
  * {@link PART_MAX} characters becomes `_` + 24 hex digits of its SHA-256 (`_` never appears
  * otherwise: it is escaped); such a namespace is named by the `ns` its stream's state holds.
  */
@@ -18,7 +18,7 @@ const escapeLabel = (label: string): string => {
   let out = '';
   for (const ch of label) {
     if (/^[A-Za-z0-9-]$/.test(ch)) out += ch;
-    else out += `:${Buffer.from(ch, 'utf8').toString('hex')}`;
+    else for (const byte of Buffer.from(ch, 'utf8')) out += `:${byte.toString(16).padStart(2, '0')}`;
   }
   if (out.length <= PART_MAX) return out;
   return `_${createHash('sha256').update(label, 'utf8').digest('hex').slice(0, 24)}`;
