@@ -296,7 +296,9 @@ describe('installable packages', () => {
       expect(out).toMatchObject({
         langgraphExports: [
           'HefestoSaver',
+          'HefestoStore',
           'StaleThreadError',
+          'StoreIndexMissingError',
           'ThreadFencedError',
           'checkpointIdOf',
           'effectKeyOf',
@@ -383,12 +385,38 @@ describe('installable packages', () => {
       expect(stdout.trim()).toBe("[ 'hello', 'you said: hello', 'again', 'you said: again' ]");
     }, 180_000);
 
+    it("runs the README's store example twice: the second process reads what the first wrote", async () => {
+      const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+      const snippet =
+        /<!-- langgraph-store-example:start -->\n```js\n([\s\S]*?)```\n<!-- langgraph-store-example:end -->/.exec(
+          readme,
+        )?.[1];
+      expect(snippet).toBeDefined();
+      expect((snippet ?? '').trim().split('\n').length).toBeLessThanOrEqual(16);
+      writeFileSync(
+        join(project, 'memory.mjs'),
+        (snippet ?? '').replaceAll('http://localhost:8787', api.url),
+      );
+      await installLangGraph();
+      const env = outsideEnv({ HEFESTO_KEY: api.key });
+      const once = async () =>
+        (
+          await timed('memory.mjs', () =>
+            run(process.execPath, ['memory.mjs'], { cwd: project, env }),
+          )
+        ).stdout.trim();
+      expect(await once()).toBe("hello ana, visit 1 [ [ 'users', 'ana', 'visits' ] ]");
+      expect(await once()).toBe("hello ana, visit 2 [ [ 'users', 'ana', 'visits' ] ]");
+    }, 180_000);
+
     it('runs the CommonJS entries with require()', async () => {
       const out = await agent('agent.cjs', 'install-cjs');
       expect(out).toMatchObject({
         langgraphExports: [
           'HefestoSaver',
+          'HefestoStore',
           'StaleThreadError',
+          'StoreIndexMissingError',
           'ThreadFencedError',
           'checkpointIdOf',
           'effectKeyOf',
