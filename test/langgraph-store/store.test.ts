@@ -90,7 +90,10 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
         prefix: fresh(),
         index: { embeddings, fields: ['text'], dims: 26 },
       });
-      const theirs = new InMemoryStore({ index: { embeddings, fields: ['text'], dims: 26 } });
+      // InMemoryStore types its embeddings as LangChain's class; it calls the same two methods.
+      const theirs = new InMemoryStore({
+        index: { embeddings: embeddings as never, fields: ['text'], dims: 26 },
+      });
       const docs = [
         ['docs', 'py', { text: 'python tutorial' }],
         ['docs', 'ts', { text: 'typescript guide' }],

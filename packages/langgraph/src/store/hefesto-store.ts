@@ -136,7 +136,7 @@ export class HefestoStore extends BaseStore {
   }
 
   /** As InMemoryStore's: reads answer the state before the batch's puts, applied last. */
-  async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
+  async batch<Op extends readonly Operation[]>(operations: Op): Promise<OperationResults<Op>> {
     const reads: Array<Promise<unknown>> = [];
     const puts = new Map<string, HefestoPutOperation>();
     for (const op of operations) {

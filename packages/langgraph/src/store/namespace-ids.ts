@@ -18,7 +18,8 @@ const escapeLabel = (label: string): string => {
   let out = '';
   for (const ch of label) {
     if (/^[A-Za-z0-9-]$/.test(ch)) out += ch;
-    else for (const byte of Buffer.from(ch, 'utf8')) out += `:${byte.toString(16).padStart(2, '0')}`;
+    else
+      for (const byte of Buffer.from(ch, 'utf8')) out += `:${byte.toString(16).padStart(2, '0')}`;
   }
   if (out.length <= PART_MAX) return out;
   return `_${createHash('sha256').update(label, 'utf8').digest('hex').slice(0, 24)}`;
