@@ -73,6 +73,7 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
       await store.put(['a', 'b'], 'k2', { n: 2 }, undefined, { ttl: null });
       world.advance(40_000);
       expect(await store.get(['a'], 'k1')).not.toBeNull();
+      expect(await store.get(['a', 'b'], 'k2', { refreshTtl: true })).not.toBeNull(); // no ttl
       world.advance(30_000);
       expect(await store.get(['a'], 'k1')).toBeNull();
 
@@ -81,6 +82,19 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
       const state = await store.client.getState(`${prefix}.a.`);
       expect((state.state as { items: object }).items).toEqual({});
       expect((await store.get(['a', 'b'], 'k2'))?.value).toEqual({ n: 2 });
+    });
+  });
+
+  describe.skipIf(!factory.enabled)('ttl, one read', () => {
+    it('refreshes on a get that asks, on a store that does not by default', async () => {
+      const store = world.store({ prefix: fresh(), ttl: { refreshOnRead: false } });
+      await store.put(['a'], 'k', { n: 1 }, undefined, { ttl: 1 });
+      world.advance(40_000);
+      expect(await store.get(['a'], 'k', { refreshTtl: true })).not.toBeNull();
+      world.advance(40_000);
+      expect(await store.get(['a'], 'k')).not.toBeNull();
+      world.advance(MINUTE);
+      expect(await store.get(['a'], 'k')).toBeNull();
     });
   });
 

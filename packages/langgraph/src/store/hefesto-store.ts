@@ -135,6 +135,18 @@ export class HefestoStore extends BaseStore {
     await this.batch([op]);
   }
 
+  /** As BaseStore's, with `refreshTtl` (default the store's `ttl.refreshOnRead`) for this read. */
+  override async get(
+    namespace: string[],
+    key: string,
+    options: { refreshTtl?: boolean } = {},
+  ): Promise<Item | null> {
+    validateNamespace(namespace, { allowEmpty: true, allowReservedRoot: true });
+    const op: GetOperation & { refreshTtl?: boolean } = { namespace, key };
+    if (options.refreshTtl !== undefined) op.refreshTtl = options.refreshTtl;
+    return (await this.batch([op]))[0] as Item | null;
+  }
+
   /** As InMemoryStore's: reads answer the state before the batch's puts, applied last. */
   async batch<Op extends readonly Operation[]>(operations: Op): Promise<OperationResults<Op>> {
     const reads: Array<Promise<unknown>> = [];
