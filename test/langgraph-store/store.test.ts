@@ -169,6 +169,33 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
     });
   });
 
+  describe.skipIf(!factory.enabled)('failures', () => {
+    it('applies a put whose reply was lost once: the retry answers the same receipt', async () => {
+      const prefix = fresh();
+      const store = world.store({ prefix });
+      await store.put(['a'], 'k1', { n: 1 });
+      world.loseReplies(1);
+      await store.put(['a'], 'k2', { n: 2 });
+      await store.put(['a'], 'k3', { n: 3 });
+      const head = await store.client.getStream(`${prefix}.a.`);
+      expect(head.seq).toBe(3); // three checkpoints: the retried one stored once
+      const other = world.store({ prefix });
+      expect((await other.search(['a'])).map((i) => [i.key, i.value])).toEqual([
+        ['k1', { n: 1 }],
+        ['k2', { n: 2 }],
+        ['k3', { n: 3 }],
+      ]);
+    });
+
+    it('refuses an index whose embeddings answer the wrong vectors, writing nothing', async () => {
+      const prefix = fresh();
+      const bad = async (texts: string[]) => texts.map(() => [1, 2]);
+      const store = world.store({ prefix, index: { embeddings: bad, dims: 26 } });
+      await expect(store.put(['a'], 'k', { text: 'x' })).rejects.toThrow(/26 dimensions/);
+      expect(await world.store({ prefix }).listNamespaces()).toEqual([]);
+    });
+  });
+
   describe.skipIf(!factory.enabled)('large values', () => {
     it('stores a value over the inline limit by ref and reads it back whole', async () => {
       const prefix = fresh();

@@ -11,7 +11,8 @@ import type { StoreFactory, StorePair } from '../support/stores.js';
 /**
  * The HTTP API in this process over one store pair (memory, local or the AWS emulators), and
  * HefestoStores whose client sends its requests to it (`app.request`, no socket), one clock
- * for both (`advance`), each request counted (`sent`, as `METHOD /path?query`).
+ * for both (`advance`), each request counted (`sent`, as `METHOD /path?query`), replies that
+ * can be lost (`loseReplies`).
  */
 
 export const ROOT_KEY = 'root-key-for-store-tests-0123456789abcdef';
@@ -20,6 +21,8 @@ export interface StoreWorld {
   store(options?: Partial<HefestoStoreOptions>): HefestoStore;
   /** Every request any store of this world sent, in order. */
   sent: string[];
+  /** Loses the reply of the next `n` POSTs of any store, after the server answered them. */
+  loseReplies(n: number): void;
   now(): number;
   advance(ms: number): void;
   close(): Promise<void>;
@@ -36,10 +39,17 @@ export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld
   const keys = new KeyService({ records: stores.records, clock, rootKey: ROOT_KEY });
   const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock });
   const sent: string[] = [];
+  let lose = 0;
   const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
     sent.push(`${init?.method ?? 'GET'} ${url.pathname}${url.search}`);
-    return app.request(String(input), init);
+    const res = await app.request(String(input), init);
+    if (lose > 0 && init?.method === 'POST') {
+      lose--;
+      await res.arrayBuffer();
+      throw new TypeError('fetch failed: the reply was lost');
+    }
+    return res;
   }) as typeof globalThis.fetch;
   return {
     store: (options = {}) =>
@@ -55,6 +65,9 @@ export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld
         ...options,
       }),
     sent,
+    loseReplies: (n) => {
+      lose = n;
+    },
     now: () => now,
     advance: (ms) => {
       now += ms;
