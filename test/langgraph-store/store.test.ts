@@ -187,6 +187,10 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
       ]);
     });
 
+    it("refuses a prefix that would make one store's namespaces another's", () => {
+      expect(() => world.store({ prefix: 'lgs.users' })).toThrow(/prefix must be/);
+    });
+
     it('refuses an index whose embeddings answer the wrong vectors, writing nothing', async () => {
       const prefix = fresh();
       const bad = async (texts: string[]) => texts.map(() => [1, 2]);

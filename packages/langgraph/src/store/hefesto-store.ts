@@ -38,7 +38,7 @@ export interface HefestoStoreOptions {
   apiKey?: string;
   /** A client of your own (instead of baseUrl/apiKey). */
   client?: HefestoClient;
-  /** First part of every namespace's stream id. Default `lgs`. */
+  /** First part of every namespace's stream id (letters, digits, `-`). Default `lgs`. */
   prefix?: string;
   /** Semantic search: the embeddings and the fields to embed (vectors.ts). */
   index?: StoreIndexConfig;
@@ -114,6 +114,12 @@ export class HefestoStore extends BaseStore {
       options.client ??
       new HefestoClient({ baseUrl: options.baseUrl as string, apiKey: options.apiKey });
     this.#prefix = options.prefix ?? 'lgs';
+    // One id part: a `.` in it would make one store's namespaces another's.
+    if (!/^[A-Za-z0-9][A-Za-z0-9-]{0,31}$/.test(this.#prefix)) {
+      throw new Error(
+        `HefestoStore: prefix must be letters, digits and '-' (at most 32), got ${JSON.stringify(this.#prefix)}`,
+      );
+    }
     this.#index = options.index;
     this.#ttl = { ...options.ttl, refreshOnRead: options.ttl?.refreshOnRead ?? true };
     this.#largeValueBytes = options.largeValueBytes ?? INLINE_BUDGET_BYTES;
