@@ -187,6 +187,16 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
       ]);
     });
 
+    it('answers what it stored, whatever the caller does to the objects it passed or got', async () => {
+      const store = world.store({ prefix: fresh() });
+      const value = { list: [1], n: 1 };
+      await store.put(['a'], 'k', value);
+      value.list.push(2);
+      const [found] = await store.search(['a']);
+      (found?.value.list as number[]).push(3);
+      expect((await store.search(['a']))[0]?.value).toEqual({ list: [1], n: 1 });
+    });
+
     it("refuses a prefix that would make one store's namespaces another's", () => {
       expect(() => world.store({ prefix: 'lgs.users' })).toThrow(/prefix must be/);
     });

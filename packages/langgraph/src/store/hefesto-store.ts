@@ -195,7 +195,11 @@ export class HefestoStore extends BaseStore {
   }
 
   async #item(ns: string[], key: string, s: StoredItem): Promise<Item> {
-    const value = (s.r ? await this.client.readValue(s.r) : s.v) as Record<string, unknown>;
+    // A copy: the held state must stay what the chain holds, whatever the caller does with it.
+    const value = (s.r ? await this.client.readValue(s.r) : structuredClone(s.v)) as Record<
+      string,
+      unknown
+    >;
     const item: Item = {
       value,
       key,
@@ -355,7 +359,9 @@ export class HefestoStore extends BaseStore {
             const live = was && this.#live(was) ? was : undefined;
             const ref = refs.get(op);
             const item: StoredItem = {
-              ...(ref ? { r: { hash: ref.hash, size: ref.size } } : { v: op.value as Json }),
+              ...(ref
+                ? { r: { hash: ref.hash, size: ref.size } }
+                : { v: structuredClone(op.value) as Json }),
               c: live?.c ?? stamp,
               u: stamp,
               o: live?.o ?? n++,
