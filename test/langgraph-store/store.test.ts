@@ -192,8 +192,8 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
       const value = { list: [1], n: 1 };
       await store.put(['a'], 'k', value);
       value.list.push(2);
-      const [found] = await store.search(['a']);
-      (found?.value.list as number[]).push(3);
+      const found = (await store.search(['a']))[0]?.value.list as number[];
+      found.push(3);
       expect((await store.search(['a']))[0]?.value).toEqual({ list: [1], n: 1 });
     });
 
