@@ -317,8 +317,10 @@ describe('installable packages', () => {
         langgraphExports: [
           'COPY_EVENT',
           'HefestoSaver',
+          'HefestoStore',
           'RESUME_EVENT',
           'StaleThreadError',
+          'StoreIndexMissingError',
           'ThreadFencedError',
           'checkpointIdOf',
           'copyThread',
@@ -408,14 +410,40 @@ describe('installable packages', () => {
       expect(stdout.trim()).toBe("[ 'hello', 'you said: hello', 'again', 'you said: again' ]");
     }, 180_000);
 
+    it("runs the README's store example twice: the second process reads what the first wrote", async () => {
+      const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+      const snippet =
+        /<!-- langgraph-store-example:start -->\n```js\n([\s\S]*?)```\n<!-- langgraph-store-example:end -->/.exec(
+          readme,
+        )?.[1];
+      expect(snippet).toBeDefined();
+      expect((snippet ?? '').trim().split('\n').length).toBeLessThanOrEqual(16);
+      writeFileSync(
+        join(project, 'memory.mjs'),
+        (snippet ?? '').replaceAll('http://localhost:8787', api.url),
+      );
+      await installLangGraph();
+      const env = outsideEnv({ HEFESTO_KEY: api.key });
+      const once = async () =>
+        (
+          await timed('memory.mjs', () =>
+            run(process.execPath, ['memory.mjs'], { cwd: project, env }),
+          )
+        ).stdout.trim();
+      expect(await once()).toBe("hello ana, visit 1 [ [ 'users', 'ana' ] ]");
+      expect(await once()).toBe("hello ana, visit 2 [ [ 'users', 'ana' ] ]");
+    }, 180_000);
+
     it('runs the CommonJS entries with require()', async () => {
       const out = await agent('agent.cjs', 'install-cjs');
       expect(out).toMatchObject({
         langgraphExports: [
           'COPY_EVENT',
           'HefestoSaver',
+          'HefestoStore',
           'RESUME_EVENT',
           'StaleThreadError',
+          'StoreIndexMissingError',
           'ThreadFencedError',
           'checkpointIdOf',
           'copyThread',

@@ -1,7 +1,8 @@
 /**
  * `@hefesto/langgraph`: the LangGraph checkpointer on Hefesto (`HefestoSaver`, a
- * BaseCheckpointSaver). Import the SDK from `@hefesto/client`: the build resolves it to the
- * client package's own types (tsconfig.build.json `paths`).
+ * BaseCheckpointSaver) and its long-term memory store (`HefestoStore`, a BaseStore). Import
+ * the SDK from `@hefesto/client`: the build resolves it to the client package's own types
+ * (tsconfig.build.json `paths`).
  */
 
 export type { ChannelSchema } from './channel-schema.js';
@@ -14,5 +15,15 @@ export {
   type ResumeRequest,
   requestResume,
 } from './resume-requests.js';
+export {
+  type HefestoPutOperation,
+  HefestoStore,
+  type HefestoStoreOptions,
+} from './store/hefesto-store.js';
+export {
+  type StoreEmbeddings,
+  type StoreIndexConfig,
+  StoreIndexMissingError,
+} from './store/vectors.js';
 export { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
 export { ThreadFencedError, type ThreadLeaseOptions } from './thread-leases.js';

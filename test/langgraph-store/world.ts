@@ -1,0 +1,77 @@
+import { pino } from 'pino';
+import { HefestoClient } from '../../packages/client/src/index.js';
+import { HefestoStore, type HefestoStoreOptions } from '../../packages/langgraph/src/index.js';
+import { createApp } from '../../shared/http/app.js';
+import { KeyService } from '../../shared/keys/keys.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
+import type { Clock } from '../../shared/ports/clock.js';
+import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
+import type { StoreFactory, StorePair } from '../support/stores.js';
+
+/**
+ * The HTTP API in this process over one store pair (memory, local or the AWS emulators), and
+ * HefestoStores whose client sends its requests to it (`app.request`, no socket), one clock
+ * for both (`advance`), each request counted (`sent`, as `METHOD /path?query`), replies that
+ * can be lost (`loseReplies`).
+ */
+
+export const ROOT_KEY = 'root-key-for-store-tests-0123456789abcdef';
+
+export interface StoreWorld {
+  store(options?: Partial<HefestoStoreOptions>): HefestoStore;
+  /** Every request any store of this world sent, in order. */
+  sent: string[];
+  /** Loses the reply of the next `n` POSTs of any store, after the server answered them. */
+  loseReplies(n: number): void;
+  now(): number;
+  advance(ms: number): void;
+  close(): Promise<void>;
+}
+
+export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld> => {
+  let now = Date.now();
+  const clock: Clock = { now: () => now };
+  const stores: StorePair = await factory.make(clock);
+  const ledger = new Ledger(
+    { objects: stores.objects, records: stores.records, clock },
+    { signing: new KeyRing(new FakeSigner('store')) },
+  );
+  const keys = new KeyService({ records: stores.records, clock, rootKey: ROOT_KEY });
+  const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock });
+  const sent: string[] = [];
+  let lose = 0;
+  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(String(input));
+    sent.push(`${init?.method ?? 'GET'} ${url.pathname}${url.search}`);
+    const res = await app.request(String(input), init);
+    if (lose > 0 && init?.method === 'POST') {
+      lose--;
+      await res.arrayBuffer();
+      throw new TypeError('fetch failed: the reply was lost');
+    }
+    return res;
+  }) as typeof globalThis.fetch;
+  return {
+    store: (options = {}) =>
+      new HefestoStore({
+        client: new HefestoClient({
+          baseUrl: 'http://hefesto.test',
+          apiKey: ROOT_KEY,
+          fetch,
+          retry: { maxAttempts: 4, baseDelayMs: 1 },
+          sleep: async () => {},
+        }),
+        clock,
+        ...options,
+      }),
+    sent,
+    loseReplies: (n) => {
+      lose = n;
+    },
+    now: () => now,
+    advance: (ms) => {
+      now += ms;
+    },
+    close: () => stores.cleanup(),
+  };
+};
