@@ -1,0 +1,3 @@
+export * from './commitment.js';
+export * from './content-seal.js';
+export * from './stream-keys.js';
