@@ -16,7 +16,9 @@ import { lp } from './privacy/stream-keys.js';
 
 /** The keys a reader of format 2 segments holds; without them only headers are checked. */
 export interface SegmentKeys {
-  /** k_c of the stream incarnation. */
+  /** The stream key's id (named by the segment header, bound by the keys' derivation). */
+  keyId: string;
+  /** k_c of the stream's key. */
   commit: Uint8Array;
   /** k_e by content key version (undefined: that version is not held). */
   content: (keyVersion: number) => Uint8Array | undefined;

@@ -60,6 +60,8 @@ export interface SegmentHeader {
   requestDigest: string | null;
   /** Milliseconds since the epoch, from the writer's clock. */
   createdAt: number;
+  /** Format 2 only: the id of the stream key the body is sealed under. */
+  keyId?: string;
 }
 
 export interface Segment {
@@ -117,6 +119,7 @@ export const encodeSegment = (
     idempotencyKey: meta.idempotencyKey,
     requestDigest: meta.requestDigest,
     createdAt: meta.createdAt,
+    ...(format === SEGMENT_FORMAT_V2 && keys && { keyId: keys.keyId }),
   };
   const headerBytes = Buffer.from(canonicalJson(header), 'utf8');
   const body =
@@ -162,11 +165,13 @@ const checkHeader = (raw: unknown, expect: SegmentExpectation, format: number): 
   };
   if (typeof h !== 'object' || h === null || Array.isArray(h)) return fail('is not an object');
   const keys = Object.keys(h).sort().join(',');
-  if (
-    keys !==
-    'createdAt,epoch,firstSeq,format,idempotencyKey,lastHash,lastSeq,prevHash,requestDigest,stream,tenant'
-  ) {
-    return fail('has unexpected fields');
+  const fields =
+    format === SEGMENT_FORMAT_V2
+      ? 'createdAt,epoch,firstSeq,format,idempotencyKey,keyId,lastHash,lastSeq,prevHash,requestDigest,stream,tenant'
+      : 'createdAt,epoch,firstSeq,format,idempotencyKey,lastHash,lastSeq,prevHash,requestDigest,stream,tenant';
+  if (keys !== fields) return fail('has unexpected fields');
+  if (format === SEGMENT_FORMAT_V2 && (typeof h.keyId !== 'string' || h.keyId.length === 0)) {
+    return fail('has a bad keyId');
   }
   if (h.format !== format) return fail(`has format ${String(h.format)} in a v${format} segment`);
   if (h.tenant !== expect.tenant || h.stream !== expect.stream) return fail('names another stream');
@@ -273,6 +278,9 @@ export const decodeSegment = (
     const body = buf.subarray(at + 4, bodyEnd);
     at = bodyEnd;
     if (opening && options.keys) {
+      if (options.keys.keyId !== header.keyId) {
+        return fail(header.firstSeq, `body is sealed under key ${header.keyId}, not the one given`);
+      }
       const place = bodyPlace(header.tenant, header.stream, header.firstSeq, header.lastSeq);
       try {
         openBody(options.keys, place, body, events, sealKeyVersion(body));

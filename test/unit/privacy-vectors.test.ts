@@ -24,7 +24,7 @@ import { decodeSegment, encodeSegment, type SegmentMeta } from '../../shared/dom
  */
 
 interface Vectors {
-  scope: { tenant: string; stream: string; incarnation: string };
+  scope: { tenant: string; stream: string; keyId: string };
   secret: string;
   keys: { commit: string; digest: string; content: string };
   keyedDigests: Array<{ digest: string; keyed: string }>;
@@ -78,12 +78,12 @@ const info = (label: string) =>
     utf8(label),
     lp(utf8(scope.tenant)),
     lp(utf8(scope.stream)),
-    lp(utf8(scope.incarnation)),
+    lp(utf8(scope.keyId)),
   ]);
 const secret = hex(vectors.secret);
 const segKeys = () => {
   const keys = deriveStreamKeys(secret, scope);
-  return { commit: keys.commit, content: () => keys.content, writeVersion: 0 };
+  return { keyId: scope.keyId, commit: keys.commit, content: () => keys.content, writeVersion: 0 };
 };
 
 describe('privacy vectors', () => {
@@ -217,7 +217,12 @@ describe('privacy vectors', () => {
     const other = deriveStreamKeys(Buffer.alloc(32, 7), scope);
     expect(() =>
       decodeSegment(encoded, expect1, {
-        keys: { commit: other.commit, content: () => other.content, writeVersion: 0 },
+        keys: {
+          keyId: scope.keyId,
+          commit: other.commit,
+          content: () => other.content,
+          writeVersion: 0,
+        },
       }),
     ).toThrow(/does not authenticate/);
     // a payload resealed with the right content key but not the committed one: commitment fails

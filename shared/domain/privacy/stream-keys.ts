@@ -2,11 +2,11 @@ import { createHmac, hkdfSync } from 'node:crypto';
 import { InvalidInputError } from '../errors.js';
 
 /**
- * The keys of one stream incarnation, derived from its secret `S` (docs/privacy.md,
+ * The keys of one stream life (its key record's `keyId`), derived from its secret `S` (docs/privacy.md,
  * Decision 3). Each key is HKDF-SHA256 of `S` under its own label, so holding one (a reader
  * holds `commit`) gives no other:
  *
- *   k = HKDF-SHA256(ikm = S, salt = "", info = label ‖ lp(tenant) ‖ lp(stream) ‖ lp(incarnation), L = 32)
+ *   k = HKDF-SHA256(ikm = S, salt = "", info = label ‖ lp(tenant) ‖ lp(stream) ‖ lp(keyId), L = 32)
  *
  * labels: "hefesto/v1/commit" (payload commitments), "hefesto/v1/digest" (keyed digests and
  * chunk addresses), "hefesto/v1/content" (AES-256-GCM content keys; one per content secret
@@ -18,7 +18,7 @@ export const STREAM_SECRET_BYTES = 32;
 export interface StreamScope {
   tenant: string;
   stream: string;
-  incarnation: string;
+  keyId: string;
 }
 
 export interface StreamKeys {
@@ -39,12 +39,7 @@ export const lp = (value: string | Uint8Array): Buffer => {
 };
 
 const info = (label: string, scope: StreamScope): Buffer =>
-  Buffer.concat([
-    Buffer.from(label, 'utf8'),
-    lp(scope.tenant),
-    lp(scope.stream),
-    lp(scope.incarnation),
-  ]);
+  Buffer.concat([Buffer.from(label, 'utf8'), lp(scope.tenant), lp(scope.stream), lp(scope.keyId)]);
 
 const derive = (secret: Uint8Array, label: string, scope: StreamScope): Buffer => {
   if (secret.length !== STREAM_SECRET_BYTES) {
@@ -58,7 +53,7 @@ export const deriveCommitKey = (secret: Uint8Array, scope: StreamScope): Buffer 
   derive(secret, 'hefesto/v1/commit', scope);
 
 /**
- * Every key of a stream incarnation. `contentSecret` is the content key version's own secret
+ * Every key of a stream life. `contentSecret` is the content key version's own secret
  * `S_i`; version 0 is `S` itself.
  */
 export const deriveStreamKeys = (
