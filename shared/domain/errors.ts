@@ -126,8 +126,10 @@ export class UnavailableError extends HefestoError {
  * content do. Public code ErrUnavailable: the content is there, its key is not.
  */
 export class ContentSealedError extends UnavailableError {
-  constructor(seq: number, what = 'payload') {
-    super(`${what} of seq ${seq} is encrypted and no content key is available`, {
+  /** `what`: the content refused, e.g. "payload of seq 4". */
+  constructor(what: string, options?: HefestoErrorOptions) {
+    super(`${what} is encrypted and no content key is available`, {
+      ...options,
       detail: 'the content key of this stream is not available to this server',
     });
   }

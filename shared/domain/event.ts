@@ -305,7 +305,7 @@ export const payloadJsonOf = (event: SealedEvent): string => {
   if (event.preimage[0] !== EVENT_FORMAT_V2) {
     return decoder.decode(event.preimage.subarray(event.payloadOffset));
   }
-  if (event.payloadText === undefined) throw new ContentSealedError(event.seq);
+  if (event.payloadText === undefined) throw new ContentSealedError(`payload of seq ${event.seq}`);
   return event.payloadText;
 };
 
