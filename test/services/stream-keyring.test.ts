@@ -8,7 +8,7 @@ import { streamKeyKey } from '../../shared/chain/storage-keys.js';
 import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import { ContentSealedError } from '../../shared/domain/errors.js';
 import type { KeyWrapper } from '../../shared/ports/key-wrapper.js';
-import { allStores, type StorePair } from '../support/stores.js';
+import { allStores, memoryStores, type StorePair } from '../support/stores.js';
 
 /**
  * The stream keys (docs/privacy.md, Decision 3): one key record per stream, created by a
@@ -43,10 +43,11 @@ for (const factory of allStores.filter((s) => s.enabled)) {
       });
 
       it('gives racing first writers one key, and readers the same key later', async () => {
-        stores = await factory.make();
+        const pair = await factory.make();
+        stores = pair;
         const wrapper = w.make();
         // separate processes: each keyring its own cache, one record store and key store
-        const rings = Array.from({ length: 4 }, () => new StreamKeyring(stores!.records, wrapper));
+        const rings = Array.from({ length: 4 }, () => new StreamKeyring(pair.records, wrapper));
         const got = await Promise.all(rings.map((r) => r.forWrite('acme', 'run-1')));
         const ids = new Set(got.map((k) => k.keyId));
         expect(ids.size).toBe(1);
@@ -104,7 +105,7 @@ for (const factory of allStores.filter((s) => s.enabled)) {
 
 describe('StreamKeyring cache', () => {
   it('makes one unwrap per stream per process, none per append', async () => {
-    const stores = await allStores[0]!.make();
+    const stores = await memoryStores.make();
     const wrapper = new MemoryKeyWrapper();
     await new StreamKeyring(stores.records, wrapper).forWrite('acme', 'run-1');
     expect(wrapper.calls).toEqual({ generate: 1, unwrap: 1 });
@@ -114,7 +115,7 @@ describe('StreamKeyring cache', () => {
   });
 
   it('keeps at most maxEntries streams unwrapped', async () => {
-    const stores = await allStores[0]!.make();
+    const stores = await memoryStores.make();
     const wrapper = new MemoryKeyWrapper();
     const ring = new StreamKeyring(stores.records, wrapper, { maxEntries: 2 });
     for (const s of ['a', 'b', 'c']) await ring.forWrite('acme', s);

@@ -55,11 +55,10 @@ export class LocalKeyStore implements KeyWrapper {
     const cached = this.#cache.get(tenant);
     if (cached) return cached;
     this.#insert.run(tenant, randomBytes(32), Date.now());
-    const row = this.#select.get(tenant);
-    if (!row || row.kek.length !== 32)
-      throw new InvalidInputError(`key store has a bad KEK for ${tenant}`);
-    this.#cache.set(tenant, row.kek);
-    return row.kek;
+    const kek = this.#select.get(tenant)?.kek;
+    if (kek?.length !== 32) throw new InvalidInputError(`key store has a bad KEK for ${tenant}`);
+    this.#cache.set(tenant, kek);
+    return kek;
   }
 
   async generate(ctx: WrapContext): Promise<{ secret: Buffer; wrapped: Buffer }> {
