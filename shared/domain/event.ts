@@ -311,9 +311,10 @@ export const payloadJsonOf = (event: SealedEvent): string => {
 
 /** The public form of a sealed event (parses the payload). */
 export const toLedgerEvent = (event: SealedEvent): LedgerEvent => {
+  const text = payloadJsonOf(event); // ContentSealedError passes through as it is
   let payload: JsonValue;
   try {
-    payload = JSON.parse(payloadJsonOf(event)) as JsonValue;
+    payload = JSON.parse(text) as JsonValue;
   } catch (err) {
     throw new InvalidFormatError(`payload of seq ${event.seq} is not JSON`, { cause: err });
   }

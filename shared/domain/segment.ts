@@ -301,6 +301,11 @@ export const decodeSegment = (
   return { header, events };
 };
 
+/** Whether encoded bytes are a format 2 segment (by magic; decoding checks the rest). */
+export const isSegmentV2 = (bytes: Uint8Array): boolean =>
+  bytes.length >= MAGIC_V2.length &&
+  Buffer.from(bytes.buffer, bytes.byteOffset, MAGIC_V2.length).equals(MAGIC_V2);
+
 /** Where the event records of an encoded segment start (after magic, header and seal). */
 const recordsOffset = (bytes: Uint8Array): number => {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
