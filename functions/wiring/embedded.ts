@@ -7,10 +7,12 @@ import {
   durableWriterStats,
   startDurableWriter,
 } from '../../shared/adapters/local/durable-writer.js';
+import { LocalKeyStore } from '../../shared/adapters/local/local-key-store.js';
 import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
 import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import { loadKeyRing } from '../../shared/adapters/local/signing-key-file.js';
+import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import type { CrashHook } from '../../shared/commit/append.js';
 import type { Compactor } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
@@ -95,11 +97,15 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     objects.close();
     throw err;
   }
+  // Encryption at rest (docs/privacy.md): the key store is a file of its own, apart from
+  // objects.sqlite and records.sqlite.
+  const keyStore = settings.keyStore ? new LocalKeyStore(settings.keyStore) : undefined;
+  const keyring = keyStore ? new StreamKeyring(records, keyStore) : undefined;
   startDurableWriter();
   const ready = checkSigningKeys(records, signing);
   ready.catch(() => undefined); // awaited by the server and by fetch; not unhandled here
   const ledger = new Ledger(
-    { objects, records, clock },
+    { objects, records, clock, ...(keyring && { keyring }) },
     {
       signing,
       ...(hooks.crash ? { crash: hooks.crash } : {}),
@@ -150,6 +156,7 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     },
     durableWriterStats,
     close: () => {
+      keyStore?.close();
       records.close();
       objects.close();
     },

@@ -1,12 +1,19 @@
-import { PrunedError, TamperedLedgerError } from '../domain/errors.js';
+import { ContentSealedError, PrunedError, TamperedLedgerError } from '../domain/errors.js';
 import { genesisHash, type LedgerEvent, type SealedEvent, toLedgerEvent } from '../domain/event.js';
-import { type DecodeOptions, decodeSegment, type Segment } from '../domain/segment.js';
+import {
+  type DecodeOptions,
+  decodeSegment,
+  isSegmentV2,
+  type Segment,
+  type SegmentKeys,
+} from '../domain/segment.js';
 import type { ChainPoint, VerifyResult } from '../domain/verify.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import { checkHead, headMismatch, LayoutRaceError, readTrustedHead } from './chain-head.js';
 import { type HeadRecord, type SegmentIndexRecord, toSegmentIndex } from './layout.js';
 import { SEGMENT_INDEX_PREFIX, segmentIndexSk, streamPk } from './storage-keys.js';
+import type { StreamKeyring } from './stream-keyring.js';
 
 export { LayoutRaceError } from './chain-head.js';
 
@@ -39,6 +46,12 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export interface ReaderOptions {
   objects: ObjectStore;
   records: RecordStore;
+  /**
+   * Opens format 2 segments (docs/privacy.md). Without it, or when the stream's key cannot be
+   * unwrapped, they verify whole and their events carry no payload: reading one is
+   * ErrUnavailable (ContentSealedError), verifying the chain needs no key.
+   */
+  keyring?: StreamKeyring;
   /** Segments fetched at once. Default 8. */
   concurrency?: number;
   /** Events a filtered read may scan before answering with `next`. Default 5000. */
@@ -81,7 +94,7 @@ export interface VerifiedChain {
 }
 
 export class Reader {
-  readonly #o: Required<ReaderOptions>;
+  readonly #o: Required<Omit<ReaderOptions, 'keyring'>> & Pick<ReaderOptions, 'keyring'>;
 
   constructor(options: ReaderOptions) {
     this.#o = {
@@ -134,6 +147,22 @@ export class Reader {
     } while (after !== undefined);
   }
 
+  /** A format 2 segment's keys, when its payloads are wanted and the keyring opens them. */
+  async #keysOf(
+    tenant: string,
+    stream: string,
+    body: Uint8Array,
+    decode: DecodeOptions,
+  ): Promise<SegmentKeys | undefined> {
+    if (decode.verifyOnly || !isSegmentV2(body) || !this.#o.keyring) return undefined;
+    try {
+      return (await this.#o.keyring.forRead(tenant, stream))?.segment;
+    } catch (err) {
+      if (err instanceof ContentSealedError) return undefined; // headers only
+      throw err;
+    }
+  }
+
   /** Fetches and verifies one segment against its trusted index record. */
   async #segment(
     tenant: string,
@@ -145,10 +174,11 @@ export class Reader {
     if (!stored) {
       throw new LayoutRaceError(entry.firstSeq, `segment ${entry.objectKey} is missing`);
     }
+    const keys = await this.#keysOf(tenant, stream, stored.body, decode);
     const segment = decodeSegment(
       stored.body,
       { tenant, stream, firstSeq: entry.firstSeq, prevHash: entry.prevHash },
-      decode,
+      keys ? { ...decode, keys } : decode,
     );
     if (segment.header.lastSeq !== entry.lastSeq || segment.header.lastHash !== entry.lastHash) {
       throw new TamperedLedgerError(entry.firstSeq, 'segment does not end where the index says');

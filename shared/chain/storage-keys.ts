@@ -24,6 +24,7 @@ import type { ItemKey } from '../ports/record-store.js';
  * | (before: legacy)     | t#{tenant}#idem#{key}     | idem (read only)                    |
  * | service idem. key    | t#{tenant}#s#{stream}     | idem#{key}                          |
  * | writer lease         | t#{tenant}#s#{stream}     | writer-lease                        |
+ * | stream key           | t#{tenant}#s#{stream}     | key                                 |
  * | refused batch        | t#{tenant}#s#{stream}     | refused#{seq, 16d}                  |
  * | tiles stored         | t#{tenant}#s#{stream}     | tiles                               |
  * | compactor lease      | t#{tenant}#s#{stream}     | compactor-lease                     |
@@ -64,6 +65,14 @@ const INV = Number.MAX_SAFE_INTEGER;
 export const streamPk = (tenant: string, stream: string): string => `t#${tenant}#s#${stream}`;
 
 export const HEAD_SK = 'head';
+
+/** The stream's key record: its wrapped secret (docs/privacy.md, Decision 3). */
+export const STREAM_KEY_SK = 'key';
+
+export const streamKeyKey = (tenant: string, stream: string): ItemKey => ({
+  pk: streamPk(tenant, stream),
+  sk: STREAM_KEY_SK,
+});
 
 export const headKey = (tenant: string, stream: string): ItemKey => ({
   pk: streamPk(tenant, stream),

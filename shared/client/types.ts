@@ -80,6 +80,13 @@ export interface LedgerEvent {
   payload: Json;
   prevHash: string;
   hash: string;
+  /**
+   * Event format 2 only (docs/ledger-format.md): the header fields the hash covers, the
+   * payload bound by `commitment` under the stream's commitment key.
+   */
+  format?: 2;
+  size?: number;
+  commitment?: string;
 }
 
 /**

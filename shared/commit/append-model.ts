@@ -1,4 +1,5 @@
 import type { AppendResponse, HeadRecord } from '../chain/layout.js';
+import type { StreamKeyring } from '../chain/stream-keyring.js';
 import type { EventInput, SealedEvent } from '../domain/event.js';
 import { payloadJsonOf } from '../domain/event.js';
 import type { SegmentHeader } from '../domain/segment.js';
@@ -22,6 +23,12 @@ export interface AppendOptions {
   /** Incarnations of new streams (HeadRecord.incarnation). Default: random UUIDs. */
   ids?: IdSource;
   crash?: CrashHook;
+  /**
+   * The stream keys (docs/privacy.md): with it, a new stream's events are written in event
+   * format 2 (payloads encrypted, the chain over headers), and so are later appends to a
+   * stream that has a key; a stream written in the clear stays so. Without it: format 1.
+   */
+  keyring?: StreamKeyring;
   /** Signs each append's receipt (the signed tree head after it); none: no receipts. */
   signer?: HeadSigner;
   /** A same-key request's orphan younger than this is in flight (409). Default 2000 ms. */

@@ -13,6 +13,7 @@ import {
   streamPk,
   writerLeaseKey,
 } from '../chain/storage-keys.js';
+import type { StreamKeyset } from '../chain/stream-keyring.js';
 import {
   ConflictError,
   DivergenceError,
@@ -140,8 +141,8 @@ export {
 const isDeleting = (item: unknown): boolean => (item as Item | undefined)?.status === 'deleting';
 
 export class Appender {
-  readonly #o: Required<Omit<AppendOptions, 'crash' | 'signer'>> &
-    Pick<AppendOptions, 'crash' | 'signer'>;
+  readonly #o: Required<Omit<AppendOptions, 'crash' | 'signer' | 'keyring'>> &
+    Pick<AppendOptions, 'crash' | 'signer' | 'keyring'>;
 
   constructor(options: AppendOptions) {
     this.#o = {
@@ -198,8 +199,9 @@ export class Appender {
         throw DivergenceError.staleBase(head);
       }
 
+      const keyset = await this.#keysFor(req, head);
       const now = clock.now();
-      const events = sealBatch(head.seq, head.hash, now, req.events);
+      const events = sealBatch(head.seq, head.hash, now, req.events, keyset?.keys.commit);
       const header = {
         tenant: req.tenant,
         stream: req.stream,
@@ -209,13 +211,13 @@ export class Appender {
         createdAt: now,
       };
       const key = segmentKey(req.tenant, req.stream, head.seq + 1);
-      const body = encodeSegment(header, events);
+      const body = encodeSegment(header, events, keyset?.segment);
       let commitHead = head;
       try {
         await objects.putIfAbsent(key, body);
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
-        const outcome = await this.#rollForward(req, head, key, body);
+        const outcome = await this.#rollForward(req, head, key, body, keyset);
         if (outcome && 'replaced' in outcome) {
           // a fenced writer's orphan, or a stranded one, was there: ours took its place
           commitHead = outcome.replaced;
@@ -403,22 +405,35 @@ export class Appender {
    * for them. If it is this very request (same key), answer its result instead, or 409
    * while its writer may still be finishing.
    */
+  /**
+   * The keys this append seals with: a new stream gets its key (created once, race-safe); a
+   * stream with a key keeps using it; a stream written in the clear stays in the clear until
+   * converted. No keyring: none.
+   */
+  async #keysFor(req: AppendRequest, head: ChainHead): Promise<StreamKeyset | undefined> {
+    const { keyring } = this.#o;
+    if (!keyring) return undefined;
+    return head.seq === 0
+      ? keyring.forWrite(req.tenant, req.stream)
+      : keyring.forRead(req.tenant, req.stream);
+  }
+
   async #rollForward(
     req: AppendRequest,
     head: ChainHead,
     key: string,
     ours: Uint8Array,
+    keyset: StreamKeyset | undefined,
   ): Promise<AppendOutcome | { replaced: ChainHead } | undefined> {
     const stored = await this.#o.objects.get(key);
     if (!stored) return undefined; // removed in between (compaction): start again
     let decoded: ReturnType<typeof decodeSegment>;
     try {
-      decoded = decodeSegment(stored.body, {
-        tenant: req.tenant,
-        stream: req.stream,
-        firstSeq: head.seq + 1,
-        prevHash: head.hash,
-      });
+      decoded = decodeSegment(
+        stored.body,
+        { tenant: req.tenant, stream: req.stream, firstSeq: head.seq + 1, prevHash: head.hash },
+        keyset ? { keys: keyset.segment } : {},
+      );
     } catch (err) {
       // Chained on an edited head by an append whose commit was refused: no commit can ever
       // take it, so ours takes its place (one replacer wins), as for a fenced writer's.

@@ -32,6 +32,8 @@ import { memoryOf } from '../domain/state-v2/budget.js';
  * | HEFESTO_COMPACT_MAX_RUN_MS  | 50000        | time budget of one run                    |
  * | HEFESTO_RETENTION_DAYS      | 0            | default TTL of new streams (0 = forever)  |
  * | HEFESTO_WITNESS_BUCKET      | (none)       | AWS: Object Lock bucket of the witness    |
+ * | HEFESTO_KEY_STORE           | (none)       | embedded: key store file; set: new streams|
+ * |                             |              | are encrypted at rest (docs/privacy.md)   |
  * | HEFESTO_SIGNING_SECRET      | (none)       | AWS: secret holding the signing key seed  |
  * | HEFESTO_SIGNING_KEY_IDS     | (none)       | AWS: the valid signing key ids, k1,k2,... |
  * | HEFESTO_MAX_STATE_NODES     | 500000       | JSON values one request may materialise   |
@@ -67,6 +69,11 @@ export interface Settings {
   retentionDays: number;
   /** AWS: the witness bucket (Object Lock); embedded mode uses `{dataDir}/witness`. */
   witnessBucket: string | undefined;
+  /**
+   * Embedded: the key store file (docs/privacy.md; keep it outside the data directory). Set:
+   * new streams' events are encrypted at rest. Unset (for now the default): in the clear.
+   */
+  keyStore: string | undefined;
   /** AWS: the Secrets Manager secret of the tree-head signing key (API function only). */
   signingSecret: string | undefined;
   /**
@@ -173,6 +180,7 @@ const EnvSchema = z.object({
   HEFESTO_COMPACT_MAX_RUN_MS: integer(100, 3_600_000, 50_000),
   HEFESTO_RETENTION_DAYS: integer(0, 36_500, 0),
   HEFESTO_WITNESS_BUCKET: text(),
+  HEFESTO_KEY_STORE: text(),
   HEFESTO_SIGNING_SECRET: text(),
   HEFESTO_SIGNING_KEY_IDS: z.preprocess(
     unset,
@@ -258,6 +266,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     },
     retentionDays: e.HEFESTO_RETENTION_DAYS,
     witnessBucket: e.HEFESTO_WITNESS_BUCKET,
+    keyStore: e.HEFESTO_KEY_STORE,
     signingSecret: e.HEFESTO_SIGNING_SECRET,
     signingKeyIds: e.HEFESTO_SIGNING_KEY_IDS?.split(',') ?? [],
     work,

@@ -120,6 +120,21 @@ export class UnavailableError extends HefestoError {
   }
 }
 
+/**
+ * Content is stored encrypted and this process holds no key to open it (a server started
+ * without its key store, an auditor's reader). Integrity checks never need it; reads of
+ * content do. Public code ErrUnavailable: the content is there, its key is not.
+ */
+export class ContentSealedError extends UnavailableError {
+  /** `what`: the content refused, e.g. "payload of seq 4". */
+  constructor(what: string, options?: HefestoErrorOptions) {
+    super(`${what} is encrypted and no content key is available`, {
+      ...options,
+      detail: 'the content key of this stream is not available to this server',
+    });
+  }
+}
+
 /** Bad input from a caller: never retried, nothing written. */
 export class InvalidInputError extends HefestoError {
   constructor(message: string, options?: HefestoErrorOptions) {

@@ -19,12 +19,26 @@ const bad = (err: TamperedLedgerError): VerifyResult => ({
   reason: err.message,
 });
 
+export interface VerifyEventsOptions {
+  /**
+   * k_c of the stream incarnation (GET …/keys/commitment): binds each format 2 event's
+   * payload to its header. Without it a format 2 event is refused, unless `headersOnly`.
+   */
+  commitKey?: Uint8Array;
+  /** Check the headers' chain only (an auditor holding no key): payloads are not bound. */
+  headersOnly?: boolean;
+}
+
 /**
  * Verifies public events (as the API returns them) that continue the chain at `from`:
  * consecutive seqs, each prevHash the previous hash, each hash recomputed from the fields.
  * Clients use this to trust neither the server nor the bucket.
  */
-export const verifyEvents = (events: LedgerEvent[], from: ChainPoint): VerifyResult => {
+export const verifyEvents = (
+  events: LedgerEvent[],
+  from: ChainPoint,
+  options: VerifyEventsOptions = {},
+): VerifyResult => {
   let prev = from;
   for (const event of events) {
     const seq = prev.seq + 1;
@@ -34,9 +48,25 @@ export const verifyEvents = (events: LedgerEvent[], from: ChainPoint): VerifyRes
     if (event.prevHash !== prev.hash) {
       return bad(new TamperedLedgerError(seq, 'prevHash does not link to the previous event'));
     }
+    if (event.format !== undefined && options.commitKey === undefined && !options.headersOnly) {
+      return bad(
+        new TamperedLedgerError(
+          seq,
+          'a format 2 event needs the commitment key to bind its payload',
+        ),
+      );
+    }
     let hash: string;
     try {
-      hash = hashLedgerEvent(event);
+      hash = hashLedgerEvent(event, options.headersOnly ? undefined : options.commitKey);
+      if (
+        event.format !== undefined &&
+        !options.headersOnly &&
+        event.commitment !== undefined &&
+        hashLedgerEvent(event) !== hash
+      ) {
+        return bad(new TamperedLedgerError(seq, 'payload does not match its commitment'));
+      }
     } catch {
       return bad(new TamperedLedgerError(seq, 'event fields cannot be encoded'));
     }

@@ -1,4 +1,5 @@
 import { Reader } from '../chain/reader.js';
+import type { StreamKeyring } from '../chain/stream-keyring.js';
 import { Appender, type AppendOptions } from '../commit/append.js';
 import { CheckpointLabels } from '../commit/labels.js';
 import { HeadRepair } from '../commit/repair.js';
@@ -29,6 +30,11 @@ export interface LedgerDeps {
   clock: Clock;
   /** Ids of effect holders. Default: random UUIDs. */
   ids?: IdSource;
+  /**
+   * The stream keys (docs/privacy.md): new streams are encrypted at rest. Without it, new
+   * streams are written in the clear, and encrypted ones verify but cannot be read.
+   */
+  keyring?: StreamKeyring;
 }
 
 export type LedgerSettings = Omit<AppendOptions, keyof LedgerDeps | 'signer'> & {

@@ -111,6 +111,10 @@ interface StateEvent {
   leaves?: string;
 }
 
+/** A format 2 event read without its key: its header is verified, its payload is absent. */
+const isSealed = (event: SealedEvent): boolean =>
+  event.preimage[0] === 2 && event.payloadText === undefined;
+
 const stateEventOf = (event: SealedEvent): StateEvent => {
   const payload = JSON.parse(payloadJsonOf(event)) as {
     stateDigest?: unknown;
@@ -169,12 +173,17 @@ export class Verifier {
     // `hefesto.writes` events: pending writes bound after their checkpoint was left.
     const lateWrites: Array<WritesBinding & { seq: number }> = [];
     const effectEvents: LedgerEvent[] = [];
+    let sealed = false;
     const { head, start, end } = await this.#o.reader.verifyChain(tenant, stream, {
       decode: () => ({}),
       visit: (segment, entry) => {
         if (isWanted.has(entry.lastSeq)) hashes.set(entry.lastSeq, entry.lastHash);
         for (const event of segment.events) {
           if (isWanted.has(event.seq)) hashes.set(event.seq, event.hash);
+          if (isSealed(event)) {
+            sealed = true;
+            continue;
+          }
           if (event.seq === 1) first = event;
           if (setsState(event.type)) stateEvents.push(stateEventOf(event));
           else if (isEffectEvent(event.type)) effectEvents.push(toLedgerEvent(event));
@@ -187,6 +196,10 @@ export class Verifier {
       },
     });
     hashes.set(start.seq, start.hash);
+    // Without the stream's key (docs/privacy.md): the chain of headers, its index and its
+    // head are verified above; the records bound to content (bases, labels, writes, effects,
+    // values) need the payloads, which only a key holder can bind.
+    if (sealed) return { ok: true, ...end };
     const events = stateEvents.filter((e) => e.seq <= head.seq);
 
     const floor = head.prunedSeq ?? 0;

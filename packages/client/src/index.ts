@@ -56,3 +56,10 @@ export {
   digestOfState,
   emptyStateDigest,
 } from '../../../shared/domain/state-digest.js';
+// Chain verification of public events, format 1 and 2 (a format 2 payload bound by the
+// stream's commitment key, docs/privacy.md).
+export {
+  type ChainPoint,
+  type VerifyEventsOptions,
+  verifyEvents,
+} from '../../../shared/domain/verify.js';

@@ -1,0 +1,78 @@
+/**
+ * Encryption at rest of events (docs/privacy.md; issue 28): server CPU per append with the
+ * stream keys (event format 2: commitment, sealing of the segment's payloads) against the same
+ * run without them (format 1), and the bytes of the stored segments. In process, memory
+ * stores, so the figure is the service's own CPU (process.cpuUsage), both runs interleaved
+ * in rounds so that the machine's load falls on both alike.
+ *
+ *   npx tsx bench/encryption.ts [appends per round = 2000] [rounds = 5]
+ *
+ * Checkpoints are not measured yet: state values and chunks are not encrypted yet (issue 28).
+ */
+import { MemoryKeyWrapper } from '../shared/adapters/memory/memory-key-wrapper.js';
+import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
+import { MemoryRecordStore } from '../shared/adapters/memory/memory-record-store.js';
+import { StreamKeyring } from '../shared/chain/stream-keyring.js';
+import { Ledger } from '../shared/ledger/ledger.js';
+import { FakeSigner, KeyRing } from '../shared/ports/signer.js';
+
+const appends = Number(process.argv[2] ?? 2000);
+const rounds = Number(process.argv[3] ?? 5);
+const signing = new KeyRing(new FakeSigner('bench'));
+// A chat turn's observation, about the size of the 1,000-turn chat's (641 B of JSON).
+const turn = (i: number) => ({
+  type: 'model.output',
+  payload: {
+    role: 'assistant',
+    turn: i,
+    content: `Turn ${i}: ${'the refund was approved after checking the order history; '.repeat(9)}`,
+  },
+});
+
+const run = async (encrypted: boolean) => {
+  const objects = new MemoryObjectStore();
+  const records = new MemoryRecordStore();
+  const keyring = encrypted ? new StreamKeyring(records, new MemoryKeyWrapper()) : undefined;
+  const ledger = new Ledger(
+    { objects, records, clock: { now: () => Date.now() }, keyring },
+    { signing },
+  );
+  // warm: the stream exists and its key is cached
+  await ledger.appender.append({ tenant: 'acme', stream: 'run-1', events: [turn(0)] });
+  const start = process.cpuUsage();
+  for (let i = 1; i <= appends; i++) {
+    await ledger.appender.append({ tenant: 'acme', stream: 'run-1', events: [turn(i)] });
+  }
+  const cpu = process.cpuUsage(start);
+  let bytes = 0;
+  let after: string | undefined;
+  do {
+    const page = await objects.list('t/acme/s/run-1/seg/', after === undefined ? {} : { after });
+    for (const o of page.items) bytes += o.size;
+    after = page.next;
+  } while (after !== undefined);
+  return { usPerAppend: (cpu.user + cpu.system) / appends, bytesPerAppend: bytes / (appends + 1) };
+};
+
+const results = {
+  plain: [] as number[],
+  encrypted: [] as number[],
+  bytes: { plain: 0, encrypted: 0 },
+};
+for (let r = 0; r < rounds; r++) {
+  for (const encrypted of r % 2 === 0 ? [false, true] : [true, false]) {
+    const got = await run(encrypted);
+    (encrypted ? results.encrypted : results.plain).push(got.usPerAppend);
+    results.bytes[encrypted ? 'encrypted' : 'plain'] = got.bytesPerAppend;
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const plain = median(results.plain);
+const encrypted = median(results.encrypted);
+console.log(`appends per round ${appends}, rounds ${rounds} (medians)`);
+console.log(
+  `server CPU per append: plain ${plain.toFixed(1)} µs, encrypted ${encrypted.toFixed(1)} µs (${(((encrypted - plain) / plain) * 100).toFixed(1)} %)`,
+);
+console.log(
+  `segment bytes per append (unmerged, one event each): plain ${results.bytes.plain.toFixed(0)} B, encrypted ${results.bytes.encrypted.toFixed(0)} B`,
+);

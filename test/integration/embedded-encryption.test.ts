@@ -1,0 +1,84 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEmbedded } from '../../functions/wiring/embedded.js';
+import { parseSettings } from '../../shared/config/settings.js';
+
+/**
+ * The embedded server with HEFESTO_KEY_STORE (docs/privacy.md): an event's marker payload,
+ * appended and read back over HTTP, is in no byte of the data directory (objects.sqlite,
+ * records.sqlite and their WAL files, read as raw files); the key store is its own file,
+ * mode 0600, outside the data directory; the same data directory served without the key
+ * store verifies (/verify ok) and refuses the payload (503 ErrUnavailable).
+ */
+
+const MARKER = 'marker-embedded-5d21e0';
+const ROOT = 'root-key-for-the-encryption-test';
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const filesUnder = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)],
+  );
+
+describe('embedded server with a key store', () => {
+  it('stores no byte of the payload in the data directory, and reads it back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hefesto-enc-'));
+    dirs.push(dir);
+    const dataDir = join(dir, 'data');
+    const keyStore = join(dir, 'keys', 'kek.sqlite');
+    const env = {
+      HEFESTO_DATA_DIR: dataDir,
+      HEFESTO_LOG_LEVEL: 'silent',
+      HEFESTO_COMPACT_INTERVAL_MS: '0',
+      HEFESTO_API_KEY: ROOT,
+    };
+    const keyed = createEmbedded(parseSettings({ ...env, HEFESTO_KEY_STORE: keyStore }));
+    await keyed.ready;
+    const call = (e: typeof keyed, path: string, key: string, body?: unknown) =>
+      e.fetch(
+        new Request(`http://x${path}`, {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        }),
+      );
+    const issued = await call(keyed, '/v1/keys', ROOT, {
+      tenant: 'acme',
+      scopes: ['read', 'write', 'admin'],
+    });
+    expect(issued.status).toBe(201);
+    const { key } = (await issued.json()) as { key: string };
+    const append = await call(keyed, '/v1/streams/run-1/events', key, {
+      events: [{ type: 'user.message', payload: { text: MARKER } }],
+    });
+    expect(append.status).toBe(201);
+    const read = await call(keyed, '/v1/streams/run-1/events', key);
+    const page = (await read.json()) as { events: Array<{ payload: unknown; format?: number }> };
+    expect(page.events[0]).toMatchObject({ payload: { text: MARKER }, format: 2 });
+    keyed.close();
+
+    const files = filesUnder(dataDir);
+    expect(files.some((f) => f.endsWith('objects.sqlite'))).toBe(true);
+    for (const f of files) expect(readFileSync(f).includes(Buffer.from(MARKER)), f).toBe(false);
+    expect(statSync(keyStore).mode & 0o777).toBe(0o600);
+
+    // the same data directory, served without the key store
+    const blind = createEmbedded(parseSettings(env));
+    await blind.ready;
+    try {
+      const verify = await call(blind, '/v1/streams/run-1/verify', key);
+      expect(verify.status).toBe(200);
+      expect(await verify.json()).toMatchObject({ ok: true, seq: 1 });
+      const refused = await call(blind, '/v1/streams/run-1/events', key);
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toMatchObject({ code: 'ErrUnavailable' });
+    } finally {
+      blind.close();
+    }
+  });
+});
