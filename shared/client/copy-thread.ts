@@ -17,6 +17,14 @@
  * state: ErrDivergenceDetected), so a copy never writes into a thread that has history.
  */
 
+/**
+ * One pending write of a copied checkpoint, as `GET …/tuple` answers it: inline or by ref.
+ *
+ * @example
+ * ```ts
+ * const w: CopiedWrite = { taskId: 't1', taskPath: '~__pregel_pull, agent', idx: 0, channel: 'messages', value: [] };
+ * ```
+ */
 export interface CopiedWrite {
   taskId: string;
   taskPath: string;
@@ -26,12 +34,28 @@ export interface CopiedWrite {
   ref?: { hash: string; size: number };
 }
 
+/**
+ * A checkpoint to copy: its label, metadata and parent, its state whole and its writes.
+ *
+ * @example
+ * ```ts
+ * const t: CopiedTuple = await io.tuple('lg.ticket-1.', checkpointId);
+ * ```
+ */
 export interface CopiedTuple {
   checkpoint: { label: string; meta?: unknown; parentLabel?: string };
   state: Record<string, unknown>;
   writes: CopiedWrite[];
 }
 
+/**
+ * The four public routes a copy needs, so the SDK and the browser bring their own transport.
+ *
+ * @example
+ * ```ts
+ * await copyThreadVia(io, { from: { streamId, label }, to: { streamId: newStream, threadId: 'ticket-2' } });
+ * ```
+ */
 export interface CopyIo {
   /** GET …/tuple?label=: the checkpoint, its state whole and its pending writes. */
   tuple(streamId: string, label: string): Promise<CopiedTuple>;
@@ -47,14 +71,35 @@ export interface CopyIo {
   append(streamId: string, events: Array<{ type: string; payload: unknown }>): Promise<void>;
 }
 
-/** The type of the event a copy ends with. */
+/**
+ * The type of the event a copy ends with (`{from: {streamId, label}, checkpoints}`).
+ *
+ * @example
+ * ```ts
+ * const { events } = await client.readEvents('lg.ticket-2.', { type: COPY_EVENT });
+ * ```
+ */
 export const COPY_EVENT = 'lg.copy';
-/** The state digest (v2) of the empty state: a new thread's first base. */
+/**
+ * The state digest (v2) of the empty state: a new thread's first base.
+ *
+ * @example
+ * ```ts
+ * await client.checkpoint('lg.ticket-2.', { ops, baseDigest: EMPTY_STATE_DIGEST_V2 });
+ * ```
+ */
 export const EMPTY_STATE_DIGEST_V2 =
   '1a87fbe67bab9960f0447bc9010950bd0140eb0d4fcc65e4c8e25b139d9bf327';
 /** Where a checkpoint names a ref for the stream to hold (the saver's `/_held`). */
 const HELD = '/_held';
-/** Checkpoints a copy walks back at most (a longer chain is refused before any write). */
+/**
+ * Checkpoints a copy walks back at most (a longer chain is refused before any write).
+ *
+ * @example
+ * ```ts
+ * if (depth > MAX_COPY_DEPTH) throw new Error('too long to copy');
+ * ```
+ */
 export const MAX_COPY_DEPTH = 10_000;
 
 const escapeToken = (t: string) => t.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -71,12 +116,27 @@ const refsOf = (state: Record<string, unknown>): Array<{ hash: string; size: num
   return out;
 };
 
+/**
+ * What to copy (a stream and the label to copy up to) and where (a new stream and thread id).
+ *
+ * @example
+ * ```ts
+ * const req: CopyThreadRequest = { from: { streamId: 'lg.a.', label }, to: { streamId: 'lg.b.', threadId: 'b' } };
+ * ```
+ */
 export interface CopyThreadRequest {
   from: { streamId: string; label: string };
   to: { streamId: string; threadId: string };
 }
 
-/** Copies (see above); answers how many checkpoints were written. */
+/**
+ * Copies (see the file's header); answers how many checkpoints were written.
+ *
+ * @example
+ * ```ts
+ * const { checkpoints } = await copyThreadVia(io, req);
+ * ```
+ */
 export const copyThreadVia = async (
   io: CopyIo,
   req: CopyThreadRequest,

@@ -20,6 +20,14 @@ import type { Json, LedgerEvent } from './types.js';
  */
 export const OBSERVATION_TYPE = 'observation';
 
+/**
+ * A recorded observation's payload: its turn, its name and index in the turn, its value.
+ *
+ * @example
+ * ```ts
+ * const obs: Observation[] = observationsOf(events, 1);
+ * ```
+ */
 export interface Observation {
   turn: number;
   name: string;
@@ -29,14 +37,36 @@ export interface Observation {
   schema?: number;
 }
 
-/** An observation's place in its turn: turn, name and index, one string. */
+/**
+ * An observation's place in its turn: turn, name and index, one string.
+ *
+ * @example
+ * ```ts
+ * const recorded = new Map(observationsOf(events, 1).map((o) => [obsKey(o), o]));
+ * ```
+ */
 export const obsKey = (o: Pick<Observation, 'turn' | 'name' | 'index'>) =>
   `${o.turn}\u0000${o.name}\u0000${o.index}`;
 
-/** The state with its keys in canonical (RFC 8785) order, as the harness always keeps it. */
+/**
+ * The state with its keys in canonical (RFC 8785) order, as the harness always keeps it.
+ *
+ * @example
+ * ```ts
+ * canonicalOrder({ b: 1, a: 2 }); // { a: 2, b: 1 }
+ * ```
+ */
 export const canonicalOrder = (state: JsonObject): JsonObject =>
   JSON.parse(canonicalJson(state)) as JsonObject;
 
+/**
+ * The observations among `events` from seq `from` on, recorded at schema version `schema`.
+ *
+ * @example
+ * ```ts
+ * const replay = observationsOf(await readAll(client, 'run-1', 1), 1);
+ * ```
+ */
 export const observationsOf = (events: LedgerEvent[], schema: number, from = 1): Observation[] =>
   events
     .filter((e) => e.type === OBSERVATION_TYPE && e.seq >= from)
@@ -44,6 +74,14 @@ export const observationsOf = (events: LedgerEvent[], schema: number, from = 1):
     .filter((o) => typeof o?.turn === 'number' && typeof o.name === 'string')
     .filter((o) => (o.schema ?? 1) === schema);
 
+/**
+ * Every event of the stream from seq `from` on, page after page.
+ *
+ * @example
+ * ```ts
+ * const events = await readAll(client, 'run-1', 1);
+ * ```
+ */
 export const readAll = async (
   client: HefestoClient,
   streamId: string,
@@ -57,6 +95,11 @@ export const readAll = async (
 /**
  * The schema version of the stream's state now: the state-setting event at the head's
  * `stateSeq` says it (docs/schema-evolution.md); undefined before any.
+ *
+ * @example
+ * ```ts
+ * const version = await streamSchema(client, 'run-1'); // 3
+ * ```
  */
 export const streamSchema = async (
   client: HefestoClient,
@@ -72,6 +115,11 @@ export const streamSchema = async (
  * The events from the one at the head's `stateSeq` (its schema version) on. Retention may have
  * pruned up to it: without a declared schema the run goes on from the events after it, as
  * before schemas; with one, the version cannot be read and the run is refused.
+ *
+ * @example
+ * ```ts
+ * const tail = await readTail(client, 'run-1', await client.getStream('run-1'), true);
+ * ```
  */
 export const readTail = async (
   client: HefestoClient,
