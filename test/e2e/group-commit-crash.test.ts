@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { headKey } from '../../shared/chain/storage-keys.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
@@ -247,8 +246,7 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
     const killed = /killed-batch (\[.*\])/.exec(crashing.output())?.[1];
     const batch = JSON.parse(killed ?? '[]') as string[];
     expect(batch.length, crashing.output()).toBeGreaterThanOrEqual(2);
-    const objects = new LocalObjectStore({ dir });
-    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
+    const { objects, records } = openLocalStores(dir);
     const fates: string[] = [];
     try {
       for (const key of batch) {
