@@ -55,6 +55,9 @@ export const openLocalStores = (
   }
 };
 
+/** Test hook (child-process tests kill the process at each step of the move). */
+export const mergeTestHooks: { step?: (step: 'copied' | 'committed') => void } = {};
+
 /** Steps 1 and 2 above; a no-op without a `records.sqlite`. Returns the items moved. */
 export const mergeLegacyRecords = (dir: string, objectsPath: string): number | undefined => {
   const legacy = join(dir, LEGACY_RECORDS_DB);
@@ -74,10 +77,14 @@ export const mergeLegacyRecords = (dir: string, objectsPath: string): number | u
       db.prepare('ATTACH DATABASE ? AS legacy').run(legacy);
       moved = db.transaction(() => {
         db.exec(RECORDS_SCHEMA);
-        return db.prepare('INSERT INTO items SELECT pk, sk, ttl, body FROM legacy.items').run()
-          .changes;
+        const { changes } = db
+          .prepare('INSERT INTO items SELECT pk, sk, ttl, body FROM legacy.items')
+          .run();
+        mergeTestHooks.step?.('copied');
+        return changes;
       })();
       db.exec('DETACH DATABASE legacy');
+      mergeTestHooks.step?.('committed');
     }
   } finally {
     db.close();
