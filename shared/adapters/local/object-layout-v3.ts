@@ -27,9 +27,7 @@ export const copyFilesToDb = (
   try {
     db.pragma('journal_mode = DELETE');
     db.pragma('synchronous = FULL');
-    // Before the table: a new database only (durable-writer-thread.mjs vacuums it; the
-    // records share the file, local-stores.ts, and keep their rows in 16 KiB pages).
-    db.pragma('page_size = 16384');
+    // Before the table: a new database only (durable-writer-thread.mjs vacuums it).
     db.pragma('auto_vacuum = INCREMENTAL');
     db.exec(OBJECTS_SCHEMA);
     const insert = db.prepare('INSERT INTO objects (key, etag, size, body) VALUES (?, ?, ?, ?)');

@@ -38,7 +38,6 @@ export const openObjectsDb = (path: string, busyTimeoutMs = 5000): Database.Data
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     // A new database only (see local-record-store.ts): pages freed by deletions go back to
     // the file system (durable-writer-thread.mjs runs the incremental vacuum).
-    db.pragma('page_size = 16384');
     db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
