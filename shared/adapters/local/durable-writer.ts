@@ -165,6 +165,9 @@ class WriterThread {
   release(): boolean {
     if (--this.#open > 0) return false;
     this.send({ t: 'exit' });
+    // Held until it has folded its WALs and ended: whoever awaits that (a closing engine)
+    // must not see the process end first for want of anything else to wait on.
+    if (!this.#dead) this.#worker.ref();
     return true;
   }
 
