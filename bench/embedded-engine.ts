@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import type { RunnableConfig } from '@langchain/core/runnables';
@@ -29,9 +29,11 @@ import { fmt, printTable } from './harness.js';
  * the issue budgets, measured side by side in this run (the same order every run, each row
  * after WARMUP untimed invokes on another thread).
  *
- * Durability: Hefesto fsyncs every commit (objects and records, `synchronous=FULL`, on the
- * durable writer's threads) in both modes; SqliteSaver's default is WAL without an fsync per
- * commit (survives a process crash, not a power cut), `synchronous=FULL` is equal durability.
+ * Durability, said by every row: the engine runs at its default, 'power-loss' (one fsync per
+ * put: segment and records share one WAL, local-stores.ts), compared with SqliteSaver at
+ * `synchronous=FULL` (equal durability), and at 'process-crash' (no fsync at a commit),
+ * compared with SqliteSaver's default (WAL, NORMAL: survives a process crash, not a power
+ * cut). The server over HTTP runs at 'power-loss'.
  * HEFESTO_BENCH_ENGINE_INVOKES changes the count (default 200).
  */
 
@@ -109,16 +111,20 @@ const workload = async (
 
 const FSYNC = 'fsync per commit';
 
-const inProcess = async (): Promise<Row> => {
+const PROCESS_CRASH = 'process-crash: no fsync at a commit';
+
+const inProcess = async (durability: 'power-loss' | 'process-crash'): Promise<Row> => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hefesto-bench-engine-'));
   const engine = await openEmbedded({
     dataDir,
+    durability,
     env: { HEFESTO_COMPACT_INTERVAL_MS: '0' },
     logLevel: 'silent',
   });
   try {
     const saver = new HefestoSaver({ client: engine.client });
-    return await workload('HefestoSaver, in-process engine', FSYNC, saver, false);
+    const mode = durability === 'power-loss' ? `power-loss: ${FSYNC}` : PROCESS_CRASH;
+    return await workload('HefestoSaver, in-process engine', mode, saver, false);
   } finally {
     await engine.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -134,7 +140,12 @@ const overHttp = async (): Promise<Row> => {
   });
   try {
     const saver = new HefestoSaver({ baseUrl: server.url, apiKey: ROOT });
-    return await workload('HefestoSaver, embedded server over HTTP', FSYNC, saver, false);
+    return await workload(
+      'HefestoSaver, embedded server over HTTP',
+      `power-loss: ${FSYNC}`,
+      saver,
+      false,
+    );
   } finally {
     server.child.kill('SIGTERM');
     await server.exited;
@@ -161,11 +172,12 @@ const sqlite = async (full: boolean): Promise<Row> => {
 };
 
 export const runEmbeddedEngineBench = async (): Promise<void> => {
-  const engine = await inProcess();
+  const engine = await inProcess('power-loss');
+  const engineCrash = await inProcess('process-crash');
   const http = await overHttp();
   const lgDefault = await sqlite(false);
   const lgFull = await sqlite(true);
-  const rows = [engine, http, lgFull, lgDefault];
+  const rows = [engine, engineCrash, http, lgFull, lgDefault];
   printTable(
     `In-process engine: ${INVOKES} invokes of a messages graph, one thread`,
     rows.map((r) => ({
@@ -180,19 +192,29 @@ export const runEmbeddedEngineBench = async (): Promise<void> => {
   const ratio = (a: Row, b: Row) => p50(a.invoke) / p50(b.invoke);
   const line = (what: string, value: number, budget: number) =>
     `| ${what} | ${value.toFixed(2)}x | ${budget}x | ${value <= budget ? 'met' : 'NOT met'} |`;
+  const [load1] = loadavg();
   console.log(
     [
       '',
-      '| invoke p50 ratio (this run) | measured | budget | |',
+      `| invoke p50 ratio (this run, load average ${load1?.toFixed(2)}) | measured | budget | |`,
       '| --- | --- | --- | --- |',
       line(
-        'in-process engine / SqliteSaver + DeltaChannel, synchronous=FULL',
+        'in-process engine, power-loss / SqliteSaver + DeltaChannel, synchronous=FULL',
         ratio(engine, lgFull),
         1.1,
       ),
-      line('over HTTP / SqliteSaver + DeltaChannel, synchronous=FULL', ratio(http, lgFull), 1.5),
-      `| in-process engine / over HTTP | ${ratio(engine, http).toFixed(2)}x | | |`,
-      `| in-process engine / SqliteSaver + DeltaChannel, default (unequal durability) | ${ratio(engine, lgDefault).toFixed(2)}x | | |`,
+      line(
+        'in-process engine, process-crash / SqliteSaver + DeltaChannel, default (NORMAL)',
+        ratio(engineCrash, lgDefault),
+        1.1,
+      ),
+      line(
+        'over HTTP, power-loss / SqliteSaver + DeltaChannel, synchronous=FULL',
+        ratio(http, lgFull),
+        1.5,
+      ),
+      `| in-process engine, power-loss / over HTTP, power-loss | ${ratio(engine, http).toFixed(2)}x | | |`,
+      `| in-process engine, power-loss / SqliteSaver + DeltaChannel, default (unequal durability) | ${ratio(engine, lgDefault).toFixed(2)}x | | |`,
     ].join('\n'),
   );
 };

@@ -8,8 +8,7 @@ import {
   startDurableWriter,
 } from '../../shared/adapters/local/durable-writer.js';
 import { LocalKeyStore } from '../../shared/adapters/local/local-key-store.js';
-import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import { loadKeyRing } from '../../shared/adapters/local/signing-key-file.js';
 import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
@@ -58,8 +57,9 @@ export interface EmbeddedHooks {
 }
 
 /**
- * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects in
- * `objects.sqlite`, records in `records.sqlite`) -> services -> app.
+ * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects and
+ * records in one file, `objects.sqlite`: local-stores.ts; an append costs one fsync, none with
+ * HEFESTO_DURABILITY=process-crash) -> services -> app.
  *
  * Signed tree heads: the key ring of the data directory (`signing-key.pem`, created at first
  * start, mode 0600; `signing-keys-retired.json` after a rotation: signing-key-file.ts),
@@ -68,7 +68,7 @@ export interface EmbeddedHooks {
  * Opening the object store takes the data directory's lock (or fails with UnavailableError
  * naming the server that holds it) and moves an older object layout to the current one; both
  * happen before anything else touches the directory. Every durable write of both stores runs
- * on one thread, the durable writer (durable-writer.ts), started here so that the first
+ * on one thread, the durable writer of their file (durable-writer.ts), started here so that the first
  * request does not wait for it.
  */
 /** The console's and the docs' files, as `npm run build:console` leaves them. */
@@ -77,17 +77,13 @@ export const STATIC_DIR = fileURLToPath(new URL('../../dist/static', import.meta
 export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): Embedded => {
   const clock = hooks.clock ?? systemClock;
   const logger = pino({ level: settings.logLevel });
-  const objects = new LocalObjectStore({ dir: settings.dataDir });
+  const { objects, records } = openLocalStores(settings.dataDir, {
+    clock,
+    durability: settings.durability,
+  });
   const { migrated } = objects.layout;
   if (migrated && migrated.objects > 0) {
     logger.info({ ...migrated, to: 3 }, 'moved the data directory to object layout 3');
-  }
-  let records: LocalRecordStore;
-  try {
-    records = new LocalRecordStore({ path: join(settings.dataDir, 'records.sqlite'), clock });
-  } catch (err) {
-    objects.close();
-    throw err;
   }
   let signing: ReturnType<typeof loadKeyRing>;
   try {
@@ -98,10 +94,10 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
     throw err;
   }
   // Encryption at rest (docs/privacy.md): the key store is a file of its own, apart from
-  // objects.sqlite and records.sqlite.
+  // objects.sqlite (objects and records).
   const keyStore = settings.keyStore ? new LocalKeyStore(settings.keyStore) : undefined;
   const keyring = keyStore ? new StreamKeyring(records, keyStore) : undefined;
-  startDurableWriter();
+  startDurableWriter([objects.path]);
   const ready = checkSigningKeys(records, signing);
   ready.catch(() => undefined); // awaited by the server and by fetch; not unhandled here
   const ledger = new Ledger(

@@ -4,8 +4,7 @@ import { pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import { S3WitnessStore } from '../../shared/adapters/aws/s3-witness-store.js';
-import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { type LocalStores, openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
 import type { CompactionReport } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
@@ -124,26 +123,21 @@ export const openCompactionStores = async (settings: Settings): Promise<OpenStor
   // empty one and a pass that reports nothing done.
   const dir = resolve(settings.dataDir);
   if (!existsSync(dir)) throw new DataDirNotFoundError(dir);
-  let objects: LocalObjectStore;
+  let stores: LocalStores;
   try {
-    objects = new LocalObjectStore({ dir });
+    stores = openLocalStores(dir, { durability: settings.durability });
   } catch (err) {
     if (!(err instanceof DataDirInUseError)) throw err;
     throw new DataDirInUseError(dir, { ...(err.pid ? { pid: err.pid } : {}), cause: err });
   }
-  try {
-    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
-    return {
-      objects,
-      records,
-      witness: new LocalWitnessStore(join(dir, 'witness')),
-      close: () => {
-        records.close();
-        objects.close();
-      },
-    };
-  } catch (err) {
-    objects.close();
-    throw err;
-  }
+  const { objects, records } = stores;
+  return {
+    objects,
+    records,
+    witness: new LocalWitnessStore(join(dir, 'witness')),
+    close: () => {
+      records.close();
+      objects.close();
+    },
+  };
 };

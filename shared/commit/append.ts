@@ -214,7 +214,8 @@ export class Appender {
       const body = encodeSegment(header, events, keyset?.segment);
       let commitHead = head;
       try {
-        await objects.putIfAbsent(key, body);
+        // Answered only after step 3's commit, whose sync makes the segment durable too.
+        await objects.putIfAbsent(key, body, { syncWithCommit: true });
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
         const outcome = await this.#rollForward(req, head, key, body, keyset);
@@ -517,7 +518,7 @@ export class Appender {
     head: ChainHead,
   ): Promise<{ replaced: ChainHead } | undefined> {
     try {
-      await this.#o.objects.putIfMatch(key, ours, etag);
+      await this.#o.objects.putIfMatch(key, ours, etag, { syncWithCommit: true });
       return { replaced: head };
     } catch (err) {
       if (err instanceof ConflictError) return undefined;

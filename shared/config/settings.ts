@@ -14,6 +14,10 @@ import { memoryOf } from '../domain/state-v2/budget.js';
  * | HEFESTO_HOST                | (loopback)   | embedded server address; unset: 127.0.0.1 |
  * |                             |              | and ::1 only (`0.0.0.0` / `::`: open)     |
  * | HEFESTO_DATA_DIR            | ./.hefesto   | embedded data directory                   |
+ * | HEFESTO_DURABILITY          | power-loss   | embedded: what a commit survives:         |
+ * |                             |              | `power-loss` (an fsync per commit) or     |
+ * |                             |              | `process-crash` (no fsync at a commit; a  |
+ * |                             |              | power cut may lose the last commits)      |
  * | HEFESTO_API_KEY             | (none)       | root key, tenant `default` (>= 16 chars)  |
  * | HEFESTO_BUCKET              | (none)       | S3 bucket (required on AWS)               |
  * | HEFESTO_TABLE               | (none)       | DynamoDB table (required on AWS)          |
@@ -52,11 +56,22 @@ import { memoryOf } from '../domain/state-v2/budget.js';
 
 export type Env = Record<string, string | undefined>;
 
+/**
+ * What a commit of the embedded store survives: `power-loss` (the default: the WAL synced at
+ * every commit, `synchronous=FULL`), or `process-crash` (never synced at a commit,
+ * `synchronous=NORMAL`: a crash of the process loses nothing acknowledged, a power cut may
+ * lose the last commits; as SqliteSaver's default). The same names as the durable writer's.
+ */
+export const DURABILITIES = ['power-loss', 'process-crash'] as const;
+export type Durability = (typeof DURABILITIES)[number];
+
 export interface Settings {
   port: number;
   /** Embedded server: the address to bind; undefined = loopback only (127.0.0.1 and ::1). */
   host: string | undefined;
   dataDir: string;
+  /** Embedded: what a commit survives (docs/operations.md, "Durability"). */
+  durability: Durability;
   apiKey: string | undefined;
   bucket: string | undefined;
   table: string | undefined;
@@ -155,6 +170,7 @@ const EnvSchema = z.object({
       .optional(),
   ),
   HEFESTO_DATA_DIR: z.preprocess(unset, z.string().default('./.hefesto')),
+  HEFESTO_DURABILITY: z.preprocess(unset, z.enum(DURABILITIES).default('power-loss')),
   HEFESTO_API_KEY: z.preprocess(
     unset,
     z
@@ -244,6 +260,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     port: e.PORT,
     host: e.HEFESTO_HOST,
     dataDir: e.HEFESTO_DATA_DIR,
+    durability: e.HEFESTO_DURABILITY,
     apiKey: e.HEFESTO_API_KEY,
     bucket: e.HEFESTO_BUCKET,
     table: e.HEFESTO_TABLE,

@@ -31,6 +31,19 @@ export interface PutResult {
   created: boolean;
 }
 
+/** How a put may be made durable (adapters that cannot use it ignore it). */
+export interface PutOptions {
+  /**
+   * The caller acknowledges nothing that needs this object until a record commit it makes
+   * afterwards is durable (an append's segment: the append is answered after its head's
+   * transaction). A store whose objects share one file with the records (the embedded
+   * store's one database, local-object-store.ts) then commits the object without a sync of
+   * its own: the commit's sync makes both durable, in order. Default false: durable when
+   * the call returns.
+   */
+  syncWithCommit?: boolean;
+}
+
 export interface ListOptions {
   /** Exclusive start key (a key from a previous page's `next`). */
   after?: string;
@@ -48,8 +61,8 @@ export interface ObjectStore {
   get(key: string): Promise<StoredObject | undefined>;
   head(key: string): Promise<ObjectInfo | undefined>;
   list(prefix: string, options?: ListOptions): Promise<ListPage>;
-  putIfAbsent(key: string, body: Uint8Array): Promise<PutResult>;
-  putIfMatch(key: string, body: Uint8Array, etag: string): Promise<PutResult>;
+  putIfAbsent(key: string, body: Uint8Array, options?: PutOptions): Promise<PutResult>;
+  putIfMatch(key: string, body: Uint8Array, etag: string, options?: PutOptions): Promise<PutResult>;
   /** Deleting a missing key is not an error. */
   delete(key: string): Promise<void>;
 }

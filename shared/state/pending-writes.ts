@@ -9,7 +9,12 @@ import type { LedgerEvent } from '../domain/event.js';
 import { MAX_VALUE_BYTES, verifyChunk } from '../domain/state-v2/index.js';
 import { fenceError, leaseGuard } from '../leases/leases.js';
 import type { Clock } from '../ports/clock.js';
-import type { Item, RecordStore, TransactOp } from '../ports/record-store.js';
+import {
+  type Item,
+  MAX_TRANSACT_OPS,
+  type RecordStore,
+  type TransactOp,
+} from '../ports/record-store.js';
 import type { ChunkStore } from './chunk-store.js';
 
 export type { PendingWriteInput, PendingWriteRef } from '../commit/writes-ops.js';
@@ -32,12 +37,14 @@ export type { PendingWriteInput, PendingWriteRef } from '../commit/writes-ops.js
  * stored under the old key and retried under the new one is the same write: `list` keeps one
  * (the old for idx >= 0, insert-once; the new for negative idx, last wins).
  *
- * Each write is its own conditional put: `notExists` for idx >= 0 (insert-once: a retry of
- * the same writes, or a stale worker's, changes nothing), unconditional for the negative
- * indexes of special channels (errors, interrupts: last wins). So a retried call is
- * exactly-once without an idempotency key. Deleted with the stream.
+ * A call's writes are one transaction (more only past 98 writes or 3 MiB of values), each
+ * write a conditional put in it: `notExists` for idx >= 0 (insert-once: a retry of the same
+ * writes, or a stale worker's, changes nothing; a write stored before fails its condition and
+ * the transaction is made again without it), unconditional for the negative indexes of special
+ * channels (errors, interrupts: last wins). So a retried call is exactly-once without an
+ * idempotency key. Deleted with the stream.
  *
- * Fenced like every other write: each put is a transaction with the stream's lease guard
+ * Fenced like every other write: the transaction holds the stream's lease guard
  * (the writer's epoch when it sends one, else "no exclusive lease held now"), so a worker
  * that lost its lease cannot add writes to a checkpoint its successor runs from.
  *
@@ -58,6 +65,36 @@ export type { PendingWriteInput, PendingWriteRef } from '../commit/writes-ops.js
  */
 
 export const MAX_TASK_BYTES = 200;
+
+/** Puts per transaction: a transaction also holds the lease guard and the label's check. */
+const PUTS_PER_TRANSACTION = MAX_TRANSACT_OPS - 2;
+/** Bytes of values per transaction, under DynamoDB's 4 MB for one transaction's items. */
+const BYTES_PER_TRANSACTION = 3 * 1024 * 1024;
+
+/**
+ * A call's writes in as few transactions as the store's limits allow: one for the writes
+ * LangGraph sends (a few per task), more only past 98 writes or 3 MiB of values.
+ */
+const transactionsOf = (writes: readonly PendingWriteInput[]): PendingWriteInput[][] => {
+  const parts: PendingWriteInput[][] = [];
+  let part: PendingWriteInput[] = [];
+  let bytes = 0;
+  for (const w of writes) {
+    const size = w.value === undefined ? 0 : JSON.stringify(w.value).length;
+    if (
+      part.length === PUTS_PER_TRANSACTION ||
+      (part.length > 0 && bytes + size > BYTES_PER_TRANSACTION)
+    ) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(w);
+    bytes += size;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
+};
 export const MAX_WRITES_PER_CALL = 100;
 const IDX_OFFSET = 2 ** 31;
 
@@ -229,13 +266,15 @@ export class PendingWrites {
     const { record } = await this.#checkLabel(tenant, stream, label);
     for (const w of task.writes) if (w.ref) await this.#holdRef(tenant, stream, w.idx, w.ref);
     const frozen = record.writesFrozen !== undefined;
-    const outcomes = frozen
-      ? task.writes.map(() => 'frozen' as const)
-      : await Promise.all(
-          task.writes.map((w) => this.#putOne(tenant, stream, label, task, w, fence)),
-        );
-    const late = task.writes.filter((_, i) => outcomes[i] === 'frozen');
-    let written = outcomes.filter((o) => o === 1).length;
+    let written = 0;
+    const late: PendingWriteInput[] = frozen ? [...task.writes] : [];
+    if (!frozen) {
+      for (const part of transactionsOf(task.writes)) {
+        const outcome = await this.#putTogether(tenant, stream, label, task, part, fence);
+        if (outcome === 'frozen') late.push(...part);
+        else written += outcome;
+      }
+    }
     if (late.length > 0) {
       if (!this.deps.late) throw new ConflictError(`checkpoint ${label} is frozen`);
       written += await this.deps.late.append(
@@ -250,18 +289,19 @@ export class PendingWrites {
   }
 
   /**
-   * The direct path: one transaction of the write's put, the lease guard and the label
-   * record not frozen. 1: written; 0: written before (insert-once); 'frozen': a commit left
-   * the checkpoint meanwhile, the write goes through the ledger.
+   * The direct path: one transaction of the writes' puts, the lease guard and the label
+   * record not frozen. Answers how many it wrote (a write with idx >= 0 stored before is
+   * insert-once: its condition fails, and the transaction is made again without it), or
+   * 'frozen': a commit left the checkpoint meanwhile, the writes go through the ledger.
    */
-  async #putOne(
+  async #putTogether(
     tenant: string,
     stream: string,
     label: string,
     task: { taskId: string; taskPath: string },
-    w: PendingWriteInput,
+    writes: PendingWriteInput[],
     fence?: number,
-  ): Promise<0 | 1 | 'frozen'> {
+  ): Promise<number | 'frozen'> {
     const now = this.deps.clock.now();
     const guard = leaseGuard(
       tenant,
@@ -274,22 +314,31 @@ export class PendingWrites {
       key: labelKey(tenant, stream, label),
       conditions: [{ op: 'exists' }, { op: 'attrNotExists', attr: 'writesFrozen' }],
     };
-    const conditions = w.idx < 0 ? [] : [{ op: 'notExists' as const }];
-    const item = writeItem(tenant, stream, label, task, w);
-    try {
-      await this.deps.records.transact([{ kind: 'put', item, conditions }, guard, unfrozen]);
-      return 1;
-    } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
-      if (err.index === 1) throw fenceError(err.current as Item | undefined, { epoch: fence }, now);
-      if (err.index === 2) {
-        if (err.current === undefined) {
-          throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+    let puts: TransactOp[] = writes.map((w) => ({
+      kind: 'put',
+      item: writeItem(tenant, stream, label, task, w),
+      conditions: w.idx < 0 ? [] : [{ op: 'notExists' as const }],
+    }));
+    while (puts.length > 0) {
+      try {
+        await this.deps.records.transact([...puts, guard, unfrozen]);
+        return puts.length;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || err.index === undefined) throw err;
+        if (err.index === puts.length) {
+          throw fenceError(err.current as Item | undefined, { epoch: fence }, now);
         }
-        return 'frozen';
+        if (err.index === puts.length + 1) {
+          if (err.current === undefined) {
+            throw new NotFoundError(`stream ${stream} has no checkpoint labelled ${label}`);
+          }
+          return 'frozen';
+        }
+        // written before (insert-once): the others go again without it
+        puts = puts.filter((_, i) => i !== err.index);
       }
-      return 0; // written before: insert-once
     }
+    return 0;
   }
 
   /**

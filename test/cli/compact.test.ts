@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../../scripts/lib/server-process.js';
-import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
@@ -132,8 +131,7 @@ describe('hefesto compact', () => {
 
   it('--until-done: passes until one reports more: false, each that left work having done some', async () => {
     // 1,000 one-event segments, appended on the stopped server's data directory.
-    const objects = new LocalObjectStore({ dir: dataDir });
-    const records = new LocalRecordStore({ path: join(dataDir, 'records.sqlite') });
+    const { objects, records } = openLocalStores(dataDir);
     try {
       const ledger = new Ledger({ objects, records, clock: systemClock });
       for (let i = 0; i < 1_000; i++) {

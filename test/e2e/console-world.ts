@@ -91,7 +91,7 @@ export const startConsoleWorld = async (): Promise<ConsoleWorld> => {
     key,
     request,
     markDraining: async (stream, owner, epoch) => {
-      const records = new LocalRecordStore({ path: join(dataDir, 'records.sqlite') });
+      const records = new LocalRecordStore({ path: join(dataDir, 'objects.sqlite') });
       try {
         await new LeaseService({ records, clock }).markDraining('acme', stream, owner, epoch);
       } finally {

@@ -13,8 +13,10 @@ import { parseSettings } from '../../shared/config/settings.js';
  * The embedded server (as functions/server.ts wires it: same stores, same admission of
  * appends), for group-commit-crash.test.ts. It listens on port 0 and prints
  * `listening <port>`. With CRASH_AT and CRASH_AFTER it kills itself with SIGKILL at the
- * CRASH_AFTER-th transaction of the durable writer that applied the writes of two appends or more, as its
- * answers arrive, before any of them is delivered (durable-writer.ts's test hook):
+ * CRASH_AFTER-th transaction of the durable writer that applied the writes of two appends or
+ * more (CRASH_MIN_APPENDS), as its answers arrive, before any of them is delivered
+ * (durable-writer.ts's test hook). Objects and records share one file (local-stores.ts), so a
+ * transaction holding only segments is committed without a sync (its appends' commits sync):
  *
  * - `segments`: a transaction of the objects' lane. The segments of its appends are durable,
  *   their commits not sent: the crash between the files and the transaction, for a batch
@@ -27,6 +29,8 @@ import { parseSettings } from '../../shared/config/settings.js';
 const at = process.env.CRASH_AT;
 const lane = at === 'segments' ? 'objects' : at === 'commits' ? 'records' : undefined;
 const after = Number(process.env.CRASH_AFTER ?? '1');
+// How many appends the transaction must hold (1: a lone writer's, one append at a time).
+const minAppends = Number(process.env.CRASH_MIN_APPENDS ?? '2');
 // The writes of a batch that belong to appends: segment puts (objects) and commits, which
 // carry the append's idempotency record (records). A batch also holds other writes (a tile
 // written with a segment, a lease or a purge), which are not counted.
@@ -39,7 +43,7 @@ let passed = 0;
 if (lane) {
   durableWriterTestHooks.durable = (of, applied) => {
     const appends = applied.filter(isAppend);
-    if (of !== lane || appends.length < 2 || ++passed !== after) return;
+    if (of !== lane || appends.length < minAppends || ++passed !== after) return;
     // What the batch held, for the test to account for each, in one line written before the
     // kill: `killed-batch <json>` (the segments' keys, or the commits' idempotency keys).
     const keys = appends.flatMap((w) => params(w).filter(isKeyOfLane));

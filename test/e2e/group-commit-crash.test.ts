@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { headKey } from '../../shared/chain/storage-keys.js';
 import { genesisHash } from '../../shared/domain/event.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
@@ -65,13 +64,17 @@ const eventsOf = async (url: string, stream: string): Promise<Event[]> => {
 /** What the writers sent: acknowledgements, and the one request each had in flight. */
 class Writers {
   readonly acks = new Map<string, Ack>();
-  readonly next = Array.from({ length: WRITERS }, () => 0);
+  readonly next: number[];
   readonly unacknowledged = new Set<number>();
+
+  constructor(readonly count = WRITERS) {
+    this.next = Array.from({ length: count }, () => 0);
+  }
 
   /** Runs the writers against `url` until the connection dies (each stops at its first error). */
   run(url: string): Promise<void> {
     return Promise.all(
-      Array.from({ length: WRITERS }, async (_, w) => {
+      Array.from({ length: this.count }, async (_, w) => {
         for (;;) {
           const i = this.next[w] as number;
           this.unacknowledged.add(w);
@@ -98,7 +101,7 @@ class Writers {
    */
   async retry(url: string): Promise<Set<string>> {
     const seen = new Map<string, number>();
-    for (let s = 0; s < STREAMS; s++) {
+    for (let s = 0; s < Math.min(this.count, STREAMS); s++) {
       for (const e of await eventsOf(url, `gc-${s}`)) {
         const key = keyOf(e.payload.w, e.payload.i);
         seen.set(key, (seen.get(key) ?? 0) + 1);
@@ -131,7 +134,7 @@ class Writers {
   /** Every acknowledged event exactly once, where it was acknowledged; every chain verifies. */
   async check(url: string): Promise<void> {
     let total = 0;
-    for (let s = 0; s < STREAMS; s++) {
+    for (let s = 0; s < Math.min(this.count, STREAMS); s++) {
       const stream = `gc-${s}`;
       const events = await eventsOf(url, stream);
       total += events.length;
@@ -163,7 +166,7 @@ interface CrashServer extends Spawned {
 /** Starts group-commit-crash-server.ts on port 0; `crash`: where it kills itself. */
 const startCrashServer = async (
   env: Record<string, string>,
-  crash?: { at: 'segments' | 'commits'; after: number },
+  crash?: { at: 'segments' | 'commits'; after: number; minAppends?: number },
 ): Promise<CrashServer> => {
   const spawned = spawnCollected(
     process.execPath,
@@ -172,6 +175,7 @@ const startCrashServer = async (
       ...env,
       HEFESTO_LOG_LEVEL: 'warn',
       ...(crash ? { CRASH_AT: crash.at, CRASH_AFTER: String(crash.after) } : {}),
+      ...(crash?.minAppends ? { CRASH_MIN_APPENDS: String(crash.minAppends) } : {}),
     },
   );
   await waitForOutput(spawned, /listening \d+/, 30_000);
@@ -247,8 +251,7 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
     const killed = /killed-batch (\[.*\])/.exec(crashing.output())?.[1];
     const batch = JSON.parse(killed ?? '[]') as string[];
     expect(batch.length, crashing.output()).toBeGreaterThanOrEqual(2);
-    const objects = new LocalObjectStore({ dir });
-    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
+    const { objects, records } = openLocalStores(dir);
     const fates: string[] = [];
     try {
       for (const key of batch) {
@@ -297,4 +300,46 @@ describe('the embedded server killed with SIGKILL during group commits', () => {
       expect(run, 'every killed batch was answered before the kill').toBeLessThan(5);
     }
   }, 240_000);
+
+  // One writer, one append at a time (a LangGraph saver's puts): each append is a segment
+  // transaction without a sync, then the head's transaction, whose sync covers both (one
+  // fsync an append; none in the process-crash mode). Killed between the two, or after the
+  // second before its answer, in each durability mode.
+  describe.each(['power-loss', 'process-crash'])('one writer, durability %s', (durability) => {
+    it("keeps the segment an unsynced commit wrote: the append's retry commits it", async () => {
+      const dir = tempDir();
+      const env = { ...envOf(dir), HEFESTO_DURABILITY: durability };
+      const writers = new Writers(1);
+      const crashing = await startCrashServer(env, { at: 'segments', after: 5, minAppends: 1 });
+      servers.push(crashing);
+      await writers.run(crashing.url);
+      expect(await crashing.exited).toBe('SIGKILL');
+      expect(writers.acks.size).toBe(4);
+      const [key] = JSON.parse(/killed-batch (\[.*\])/.exec(crashing.output())?.[1] ?? '[]');
+      const { objects, records } = openLocalStores(dir);
+      try {
+        // The orphan at head+1 (append.ts, step 2's window): durable, not committed.
+        expect(await objects.head(key), key).toBeDefined();
+        expect((await records.get(headKey('default', 'gc-0')))?.seq).toBe(4);
+      } finally {
+        objects.close();
+        records.close();
+      }
+      const present = await restartAndCheck(env, writers);
+      expect(present.size).toBe(0);
+      expect(writers.acks.size).toBe(5);
+    }, 60_000);
+
+    it('answers the retry of a commit killed before its answer from its record', async () => {
+      const env = { ...envOf(tempDir()), HEFESTO_DURABILITY: durability };
+      const writers = new Writers(1);
+      const crashing = await startCrashServer(env, { at: 'commits', after: 5, minAppends: 1 });
+      servers.push(crashing);
+      await writers.run(crashing.url);
+      expect(await crashing.exited).toBe('SIGKILL');
+      expect(writers.acks.size).toBe(4);
+      const present = await restartAndCheck(env, writers);
+      expect([...present]).toEqual(['w0-i4']);
+    }, 60_000);
+  });
 });

@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { STATIC_DIR } from '../../functions/wiring/embedded.js';
-import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
 import type { HttpLimits } from '../../shared/domain/limits.js';
@@ -50,8 +49,8 @@ export const STORE_FACTORIES: StoreFactory[] = [
     name: 'local',
     create: (clock) => {
       const dir = mkdtempSync(join(tmpdir(), 'hefesto-http-'));
-      const objects = new LocalObjectStore({ dir });
-      const records = new LocalRecordStore({ path: join(dir, 'records.sqlite'), clock });
+      // As the embedded server opens them: one file (local-stores.ts).
+      const { objects, records } = openLocalStores(dir, { clock });
       return {
         objects,
         records,

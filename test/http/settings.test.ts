@@ -3,10 +3,18 @@ import { parseAwsSettings, parseSettings } from '../../shared/config/settings.js
 
 describe('settings', () => {
   describe('parseSettings', () => {
+    it('takes the embedded durability from HEFESTO_DURABILITY, and refuses another word', () => {
+      expect(parseSettings({ HEFESTO_DURABILITY: 'process-crash' }).durability).toBe(
+        'process-crash',
+      );
+      expect(() => parseSettings({ HEFESTO_DURABILITY: 'none' })).toThrow(/HEFESTO_DURABILITY/);
+    });
+
     it('has defaults for everything', () => {
       expect(parseSettings({})).toEqual({
         port: 8787,
         dataDir: './.hefesto',
+        durability: 'power-loss',
         apiKey: undefined,
         bucket: undefined,
         table: undefined,

@@ -20,7 +20,7 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const rowsOf = (pk: string) => {
-  const db = new Database(join(dir, 'records.sqlite'), { readonly: true });
+  const db = new Database(join(dir, 'objects.sqlite'), { readonly: true });
   try {
     return (db.prepare('SELECT count(*) AS n FROM items WHERE pk = ?').get(pk) as { n: number }).n;
   } finally {
@@ -29,12 +29,12 @@ const rowsOf = (pk: string) => {
 };
 
 describe('the embedded compactor', () => {
-  it('deletes expired records from records.sqlite each run, and keeps the live ones', async () => {
+  it('deletes expired records from the data directory database each run, and keeps the live ones', async () => {
     const embedded = createEmbedded(
       parseSettings({ HEFESTO_DATA_DIR: dir, HEFESTO_COMPACT_INTERVAL_MS: '0' }),
     );
     // Another connection to the same file, as a record written a day ago would have left it.
-    const writer = new LocalRecordStore({ path: join(dir, 'records.sqlite') });
+    const writer = new LocalRecordStore({ path: join(dir, 'objects.sqlite') });
     try {
       const past = Math.floor(Date.now() / 1000) - 60;
       const future = past + 86_400;

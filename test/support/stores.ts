@@ -5,8 +5,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import Database from 'better-sqlite3';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
-import { LocalObjectStore } from '../../shared/adapters/local/local-object-store.js';
-import { LocalRecordStore } from '../../shared/adapters/local/local-record-store.js';
+import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
 import type { Clock } from '../../shared/ports/clock.js';
@@ -69,14 +68,14 @@ export const localStores: StoreFactory = {
   enabled: !quickTier(),
   make: async (clock) => {
     const dir = mkdtempSync(join(tmpdir(), 'hefesto-svc-'));
-    const objects = new LocalObjectStore({ dir: join(dir, 'objects') });
-    const records = new LocalRecordStore({ path: join(dir, 'records.sqlite'), clock });
+    // As the embedded server opens them: one file (local-stores.ts).
+    const { objects, records } = openLocalStores(join(dir, 'objects'), { clock });
     return {
       objects,
       records,
       tamper: tamperVia(objects),
       scanKeys: async () => {
-        const db = new Database(join(dir, 'records.sqlite'), { readonly: true });
+        const db = new Database(objects.path, { readonly: true });
         try {
           return db.prepare<[], ItemKey>('SELECT pk, sk FROM items').all();
         } finally {

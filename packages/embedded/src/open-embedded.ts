@@ -59,6 +59,7 @@ const baseUrlOf = (dataDir: string) =>
 export const openEmbedded = async (options: EmbeddedOptions = {}): Promise<EmbeddedEngine> => {
   const env = { ...(options.env ?? process.env) };
   if (options.dataDir !== undefined) env.HEFESTO_DATA_DIR = options.dataDir;
+  if (options.durability !== undefined) env.HEFESTO_DURABILITY = options.durability;
   env.HEFESTO_LOG_LEVEL = options.logLevel ?? env.HEFESTO_LOG_LEVEL ?? 'warn';
   delete env.PORT;
   const settings = parseSettings(env);

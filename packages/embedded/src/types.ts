@@ -30,6 +30,19 @@ export interface EmbeddedOptions {
    * its `HEFESTO_DATA_DIR`, and `PORT` is not read (see `serve`).
    */
   env?: Record<string, string | undefined>;
+  /**
+   * What a write survives once it is answered (docs/operations.md, "Durability"):
+   * `'power-loss'` (the default: one fsync per commit; an append, a LangGraph put, costs one)
+   * or `'process-crash'` (no fsync at a commit: a crash of this process loses nothing
+   * answered, a power cut or an OS crash may lose the last writes; SqliteSaver's default).
+   * Default `HEFESTO_DURABILITY`, else `'power-loss'`.
+   *
+   * @example
+   * ```ts
+   * const engine = await openEmbedded({ dataDir: '.hefesto', durability: 'process-crash' });
+   * ```
+   */
+  durability?: 'power-loss' | 'process-crash';
   /** Pino level of the engine's log (stdout). Default `HEFESTO_LOG_LEVEL`, else `warn`. */
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /**

@@ -13,8 +13,13 @@
 // database's `check` statement and compares it with the value the caller read; if all are
 // equal the `writes` run, else the write is answered `stale` and the caller reads again.
 //
-// Messages in:  {t:'open', db, path, statements}  {t:'write', id, db, checks, writes}
-//               {t:'close', db}  {t:'stats', id}
+// Durability: a database opened with durability 'power-loss' syncs the WAL at each commit
+// (synchronous=FULL), 'process-crash' never at a commit (NORMAL). A transaction whose writes
+// all say `deferSync` commits without a sync in either mode (NORMAL for that commit): the
+// caller syncs a later commit of the same file, which makes the WAL durable up to its end.
+//
+// Messages in:  {t:'open', db, path, statements, durability}  {t:'close', db}  {t:'exit'}
+//               {t:'write', id, db, checks, writes, deferSync?}  {t:'stats', id}
 // Messages out: [{id, ok:true, changes} | {id, stale:index} | {id, error:{message, code}}]
 import { readlinkSync } from 'node:fs';
 import { parentPort, receiveMessageOnPort } from 'node:worker_threads';
@@ -51,11 +56,12 @@ const errorOf = (err) => ({
   code: typeof err?.code === 'string' ? err.code : undefined,
 });
 
-const open = ({ db: id, path, statements, busyTimeoutMs }) => {
+const open = ({ db: id, path, statements, busyTimeoutMs, durability }) => {
   const db = new Database(path);
   db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  const syncs = durability !== 'process-crash';
+  db.pragma(`synchronous = ${syncs ? 'FULL' : 'NORMAL'}`);
   db.pragma('wal_autocheckpoint = 0');
   const prepared = {};
   for (const [name, sql] of Object.entries(statements)) prepared[name] = db.prepare(sql);
@@ -69,6 +75,10 @@ const open = ({ db: id, path, statements, busyTimeoutMs }) => {
     savepoint: db.prepare('SAVEPOINT w'),
     release: db.prepare('RELEASE w'),
     undo: db.prepare('ROLLBACK TO w'),
+    // Whether commits sync by default, and whether the connection does now (FULL).
+    // (Not prepared statements: SQLite applies this pragma when it compiles it.)
+    syncs,
+    syncing: syncs,
     sinceCheckpoint: 0,
     restarts: false,
     // 2: incremental (set when the database was created; see local-record-store.ts).
@@ -149,7 +159,13 @@ const commitGroup = (id, writes) => {
     const error = entry?.error ?? { message: `durable writer: database ${id} is not open` };
     return writes.map((w) => ({ id: w.id, error }));
   }
+  // Synced unless every write of it is deferred (or the database never syncs a commit).
+  const sync = entry.syncs && !writes.every((w) => w.deferSync);
   try {
+    if (sync !== entry.syncing) {
+      entry.db.pragma(`synchronous = ${sync ? 'FULL' : 'NORMAL'}`);
+      entry.syncing = sync;
+    }
     entry.begin.run();
   } catch (err) {
     const error = errorOf(err);
@@ -167,8 +183,10 @@ const commitGroup = (id, writes) => {
     return writes.map((w) => ({ id: w.id, error }));
   }
   stats.commits++;
-  stats.fsyncs += entry.restarts ? 2 : 1;
-  entry.restarts = false;
+  if (sync) {
+    stats.fsyncs += entry.restarts ? 2 : 1;
+    entry.restarts = false;
+  }
   stats.writes += writes.length;
   stats.maxBatch = Math.max(stats.maxBatch, writes.length);
   checkpointIfDue(entry);
@@ -225,6 +243,11 @@ const run = (batch) => {
     } else if (m.t === 'stats') {
       parentPort.postMessage([{ id: m.id, ok: true, stats: { ...stats, tids: tid ? [tid] : [] } }]);
     }
+  }
+  // The last store of this thread's file closed (sent after its close): nothing is left.
+  if (batch.some((m) => m.t === 'exit')) {
+    for (const entry of dbs.values()) entry.db?.close();
+    process.exit(0);
   }
 };
 

@@ -15,6 +15,13 @@ import { UnavailableError } from '../../domain/errors.js';
  * meanwhile the write is answered `stale` and nothing is written; the caller reads again.
  * One thread makes these atomic within the process; SQLite's write lock (BEGIN IMMEDIATE)
  * makes them atomic against other processes sharing the file.
+ *
+ * Durability (`Durability`, per database): 'power-loss' (the default) syncs the WAL at every
+ * commit (`synchronous=FULL`); 'process-crash' never syncs at a commit (`synchronous=NORMAL`:
+ * a committed write is in the WAL, which the kernel keeps when the process dies, but a power
+ * cut may take the last commits; SqliteSaver's default). A write sent with `deferSync` is
+ * committed without a sync in either mode: its caller makes a later write to the same file
+ * whose sync covers it (a WAL is one file, synced up to its end), and answers nobody before.
  */
 
 export type SqlValue = string | number | bigint | Uint8Array | null;
@@ -30,7 +37,14 @@ export type Write = [statement: string, params: SqlValue[]];
 export interface DurableWrite {
   checks: Check[];
   writes: Write[];
+  /** Commit it without a sync: a later write to the same file syncs it (see above). */
+  deferSync?: boolean;
 }
+
+/** What a commit survives: a power cut (an fsync per commit), or a process crash only. */
+export type Durability = 'power-loss' | 'process-crash';
+
+export const DURABILITIES: readonly Durability[] = ['power-loss', 'process-crash'];
 
 export type WriteOutcome = { ok: true; changes: number } | { ok: false; stale: number };
 
@@ -71,6 +85,8 @@ interface Waiter {
   reject(err: Error): void;
   /** The write asked for (kept for the test hook, which tells its writes apart). */
   write?: DurableWrite;
+  /** Whose write it is (for the test hook: one thread may write both stores' file). */
+  lane?: Lane;
 }
 
 /**
@@ -82,13 +98,20 @@ export const durableWriterTestHooks: {
   durable?: (lane: Lane, applied: DurableWrite[]) => void;
 } = {};
 
+/** The thread a database's writes run on: one per file (stores sharing a file share it). */
+type ThreadKey = string;
+
 class WriterThread {
   readonly #worker: Worker;
   readonly #pending = new Map<number, Waiter>();
   #nextId = 1;
   #dead: Error | undefined;
+  /** Databases opened on it and not closed: the last one's close ends the thread. */
+  #open = 0;
+  /** Resolves when the thread has ended (its connections closed, WALs folded). */
+  readonly exited: Promise<void>;
 
-  constructor(lane: Lane, onDeath: () => void) {
+  constructor(onDeath: () => void) {
     // No loader flags (tsx): the thread is plain JavaScript. Profiling flags carry over.
     const execArgv = process.execArgv.filter((a) => a.startsWith('--cpu-prof'));
     this.#worker = new Worker(new URL('./durable-writer-thread.mjs', import.meta.url), {
@@ -99,10 +122,14 @@ class WriterThread {
       const hook = durableWriterTestHooks.durable;
       if (hook) {
         const applied = replies.filter((r) => 'ok' in r && !('stats' in r));
-        hook(
-          lane,
-          applied.flatMap((r) => this.#pending.get(r.id)?.write ?? []),
-        );
+        const first = applied[0] && this.#pending.get(applied[0].id);
+        // One message holds the answers of one database's transaction: one store's.
+        if (first?.lane) {
+          hook(
+            first.lane,
+            applied.flatMap((r) => this.#pending.get(r.id)?.write ?? []),
+          );
+        }
       }
       for (const reply of replies) {
         const waiter = this.#pending.get(reply.id);
@@ -122,43 +149,69 @@ class WriterThread {
     this.#worker.on('error', (err) =>
       die(new UnavailableError(`durable writer failed: ${err.message}`, { cause: err })),
     );
-    this.#worker.on('exit', (code) =>
-      die(new UnavailableError(`durable writer stopped (exit code ${code})`)),
-    );
+    this.exited = new Promise((resolve) => {
+      this.#worker.on('exit', (code) => {
+        die(new UnavailableError(`durable writer stopped (exit code ${code})`));
+        resolve();
+      });
+    });
+  }
+
+  retain(): void {
+    this.#open++;
+  }
+
+  /** After the last database's close: the thread ends once what was sent before is done. */
+  release(): boolean {
+    if (--this.#open > 0) return false;
+    this.send({ t: 'exit' });
+    // Held until it has folded its WALs and ended: whoever awaits that (a closing engine)
+    // must not see the process end first for want of anything else to wait on.
+    if (!this.#dead) this.#worker.ref();
+    return true;
   }
 
   send(message: object): void {
     if (!this.#dead) this.#worker.postMessage(message);
   }
 
-  request(message: object): Promise<Reply> {
+  request(message: object, lane?: Lane): Promise<Reply> {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#nextId++;
     return new Promise<Reply>((resolve, reject) => {
       if (this.#pending.size === 0) this.#worker.ref();
       const write = 'writes' in message ? (message as DurableWrite) : undefined;
-      this.#pending.set(id, { resolve, reject, ...(write ? { write } : {}) });
+      this.#pending.set(id, {
+        resolve,
+        reject,
+        ...(write ? { write } : {}),
+        ...(lane && { lane }),
+      });
       this.#worker.postMessage({ ...message, id });
     });
   }
 }
 
 /**
- * One writer thread per lane: the objects' and the records' databases commit on two threads,
- * so that an append's segment commit and another append's head commit make their fsyncs at
- * the same time rather than one after the other. Each database is written by one thread only.
+ * Which store a database holds. Each database file has one writer thread: the objects' and
+ * the records' files of a data directory commit on two threads, so that their fsyncs happen
+ * at the same time rather than one after the other; a data directory whose records share the
+ * objects' file (the embedded wiring) has one thread, and a segment's commit needs no sync of
+ * its own (`deferSync`: its head's commit, on the same WAL, syncs both).
  */
 export type Lane = 'objects' | 'records';
 
-const threads = new Map<Lane, WriterThread>();
-const writerThread = (lane: Lane): WriterThread => {
-  let thread = threads.get(lane);
+const threads = new Map<ThreadKey, WriterThread>();
+/** Threads told to end, until they have (durableWriterStats waits for them). */
+const ending = new Set<WriterThread>();
+const writerThread = (key: ThreadKey): WriterThread => {
+  let thread = threads.get(key);
   if (!thread) {
-    const started: WriterThread = new WriterThread(lane, () => {
+    const started: WriterThread = new WriterThread(() => {
       // the next write starts a new one
-      if (threads.get(lane) === started) threads.delete(lane);
+      if (threads.get(key) === started) threads.delete(key);
     });
-    threads.set(lane, started);
+    threads.set(key, started);
     thread = started;
   }
   return thread;
@@ -170,6 +223,7 @@ let nextDb = 1;
 export class DurableDatabase {
   readonly #db = nextDb++;
   readonly #lane: Lane;
+  readonly #thread: ThreadKey;
   readonly #open: object;
   #on: WriterThread | undefined;
   #closed = false;
@@ -181,23 +235,26 @@ export class DurableDatabase {
   constructor(
     path: string,
     statements: { check: string } & Record<string, string>,
-    options: { lane: Lane; busyTimeoutMs?: number },
+    options: { lane: Lane; busyTimeoutMs?: number; durability?: Durability },
   ) {
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    const durability = options.durability ?? 'power-loss';
     this.#lane = options.lane;
-    this.#open = { t: 'open', db: this.#db, path, statements, busyTimeoutMs };
+    this.#thread = path;
+    this.#open = { t: 'open', db: this.#db, path, statements, busyTimeoutMs, durability };
   }
 
   async write(write: DurableWrite): Promise<WriteOutcome> {
     if (this.#closed) throw new UnavailableError('the store is closed');
-    const on = writerThread(this.#lane);
+    const on = writerThread(this.#thread);
     if (this.#on !== on) {
       // Opened lazily on first write (a store that only reads starts no thread), and again
       // on a new thread if the last one died.
       on.send(this.#open);
+      on.retain();
       this.#on = on;
     }
-    const reply = await on.request({ t: 'write', db: this.#db, ...write });
+    const reply = await on.request({ t: 'write', db: this.#db, ...write }, this.#lane);
     if ('error' in reply) throw new DurableWriteError(reply.error.message, reply.error.code);
     if ('stale' in reply) return { ok: false, stale: reply.stale };
     return { ok: true, changes: reply.changes ?? 0 };
@@ -207,18 +264,31 @@ export class DurableDatabase {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#on?.send({ t: 'close', db: this.#db });
+    const on = this.#on;
+    if (!on) return;
+    on.send({ t: 'close', db: this.#db });
+    if (!on.release()) return;
+    // A store opened on this file from now on starts a thread of its own.
+    if (threads.get(this.#thread) === on) threads.delete(this.#thread);
+    ending.add(on);
+    void on.exited.then(() => ending.delete(on));
   }
 }
 
-/** Starts the writer's threads now rather than on the first write (a server's first request). */
-export const startDurableWriter = (): void => {
-  writerThread('objects');
-  writerThread('records');
+/**
+ * Starts the writer's threads of these database files now rather than on the first write (a
+ * server's first request).
+ */
+export const startDurableWriter = (paths: readonly string[]): void => {
+  for (const path of paths) writerThread(path);
 };
 
-/** The writer's counters since its threads started, summed (maxBatch: the largest). */
+/**
+ * The writer's counters since its running threads started, summed (maxBatch: the largest),
+ * once the threads told to end (their stores closed) have ended.
+ */
 export const durableWriterStats = async (): Promise<DurableWriterStats> => {
+  await Promise.all([...ending].map((t) => t.exited));
   const total: DurableWriterStats = {
     ...{ batches: 0, writes: 0, commits: 0, checkpoints: 0, fsyncs: 0, maxBatch: 0 },
     vacuums: 0,

@@ -9,7 +9,7 @@ import type { KeyWrapper } from '../../ports/key-wrapper.js';
 
 /**
  * The embedded key store: one KEK (32 random bytes) per tenant, in a SQLite file of its own
- * (docs/privacy.md, Decision 3), apart from objects.sqlite and records.sqlite, so a copy of
+ * (docs/privacy.md, Decision 3), apart from objects.sqlite (objects and records), so a copy of
  * the data stores holds no key. Its directory is mode 0700 and the file 0600 (SQLite's WAL and
  * shared-memory files, created beside it with the process's umask, are covered by the
  * directory's mode); a file or directory others can read is refused, as ssh refuses a key.

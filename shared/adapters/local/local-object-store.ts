@@ -8,6 +8,7 @@ import {
   type ListPage,
   type ObjectInfo,
   type ObjectStore,
+  type PutOptions,
   type PutResult,
   type StoredObject,
 } from '../../ports/object-store.js';
@@ -15,7 +16,7 @@ import { checkObjectKey } from '../../ports/validate.js';
 import { type RetryOptions, withRetries } from '../retry.js';
 import { acquireDirLock } from './dir-lock.js';
 import { mkdirDurable } from './durable-fs.js';
-import { DurableDatabase, DurableWriteError } from './durable-writer.js';
+import { type Durability, DurableDatabase, DurableWriteError } from './durable-writer.js';
 import { decodeObject, encodeObject } from './object-codec.js';
 import { ensureLayout, type LayoutResult } from './object-layout.js';
 import { etagOf, OBJECT_WRITES, OBJECTS_DB, openObjectsDb } from './objects-db.js';
@@ -28,6 +29,15 @@ export interface LocalObjectStoreOptions {
   dir: string;
   faults?: FaultInjector;
   retry?: RetryOptions;
+  /** What a commit survives (durable-writer.ts). Default 'power-loss': an fsync per commit. */
+  durability?: Durability;
+  /**
+   * The record store writes this store's file too (`new LocalRecordStore({ path:
+   * objects.path })`, as local-stores.ts opens them): a put with `syncWithCommit` is then
+   * committed without a sync of its own, since the record commit that follows it syncs the
+   * one WAL both are in. Without it every put syncs (two files: no order between their syncs).
+   */
+  sharesFileWithRecords?: boolean;
 }
 
 /** Another process holds SQLite's write lock past busy_timeout, or a transient I/O error. */
@@ -71,17 +81,22 @@ export class LocalObjectStore implements ObjectStore {
   readonly #writer: DurableDatabase;
   readonly #faults: FaultInjector | undefined;
   readonly #retry: RetryOptions;
+  readonly #defers: boolean;
   readonly #row: Database.Statement<[string], Row>;
   readonly #body: Database.Statement<[string], StoredObject>;
   readonly #list: Database.Statement<[ListParams], ObjectInfo>;
   #release: (() => void) | undefined;
   /** What opening did to the layout (a migration, to be logged). */
   readonly layout: LayoutResult;
+  /** The database file (`objects.sqlite`), for a record store to share. */
+  readonly path: string;
 
   constructor(options: LocalObjectStoreOptions) {
     const dir = resolve(options.dir);
     this.#faults = options.faults;
     this.#retry = options.retry ?? {};
+    this.#defers = options.sharesFileWithRecords === true;
+    this.path = join(dir, OBJECTS_DB);
     mkdirDurable(dir);
     const release = acquireDirLock(dir);
     try {
@@ -92,7 +107,10 @@ export class LocalObjectStore implements ObjectStore {
       throw err;
     }
     this.#release = release;
-    this.#writer = new DurableDatabase(join(dir, OBJECTS_DB), OBJECT_WRITES, { lane: 'objects' });
+    this.#writer = new DurableDatabase(this.path, OBJECT_WRITES, {
+      lane: 'objects',
+      ...(options.durability && { durability: options.durability }),
+    });
     this.#row = this.#db.prepare('SELECT etag, size FROM objects WHERE key = ?');
     this.#body = this.#db.prepare('SELECT key, etag, size, body FROM objects WHERE key = ?');
     // Keys are ASCII and SQLite compares TEXT bytewise: SQL order is byte order. The upper
@@ -164,22 +182,39 @@ export class LocalObjectStore implements ObjectStore {
     });
   }
 
-  async putIfAbsent(key: string, body: Uint8Array): Promise<PutResult> {
+  async putIfAbsent(key: string, body: Uint8Array, options?: PutOptions): Promise<PutResult> {
     checkObjectKey(key);
     const copy = body.slice();
+    const defer = this.#defers && options?.syncWithCommit === true;
     return this.#run('putIfAbsent', () =>
-      this.#swap(key, copy, (current) => (current ? alreadyThere(key, current, copy) : null)),
+      this.#swap(
+        key,
+        copy,
+        (current) => (current ? alreadyThere(key, current, copy) : null),
+        defer,
+      ),
     );
   }
 
-  async putIfMatch(key: string, body: Uint8Array, etag: string): Promise<PutResult> {
+  async putIfMatch(
+    key: string,
+    body: Uint8Array,
+    etag: string,
+    options?: PutOptions,
+  ): Promise<PutResult> {
     checkObjectKey(key);
     const copy = body.slice();
+    const defer = this.#defers && options?.syncWithCommit === true;
     return this.#run('putIfMatch', () =>
-      this.#swap(key, copy, (current) => {
-        if (!current) throw new ConflictError(`no object at ${key} to replace`);
-        return current.etag === etag ? current.etag : alreadyThere(key, current, copy);
-      }),
+      this.#swap(
+        key,
+        copy,
+        (current) => {
+          if (!current) throw new ConflictError(`no object at ${key} to replace`);
+          return current.etag === etag ? current.etag : alreadyThere(key, current, copy);
+        },
+        defer,
+      ),
     );
   }
 
@@ -191,6 +226,7 @@ export class LocalObjectStore implements ObjectStore {
     key: string,
     body: Uint8Array,
     decide: (current: StoredObject | undefined) => string | null | PutResult,
+    deferSync: boolean,
   ): Promise<PutResult> {
     const etag = etagOf(body);
     const stored = await encodeObject(body);
@@ -200,6 +236,7 @@ export class LocalObjectStore implements ObjectStore {
       const outcome = await this.#writer.write({
         checks: [[[key], expected]],
         writes: [['upsert', [key, etag, body.length, stored]]],
+        ...(deferSync && { deferSync }),
       });
       if (outcome.ok) return { etag, created: true };
     }

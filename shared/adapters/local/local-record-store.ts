@@ -27,6 +27,7 @@ import { type RetryOptions, withRetries } from '../retry.js';
 import { mkdirDurable } from './durable-fs.js';
 import {
   type Check,
+  type Durability,
   DurableDatabase,
   type DurableWrite,
   DurableWriteError,
@@ -43,9 +44,11 @@ export interface LocalRecordStoreOptions {
   retry?: RetryOptions;
   /** How long a write waits for another connection's lock before failing. Default 5000. */
   busyTimeoutMs?: number;
+  /** What a commit survives (durable-writer.ts). Default 'power-loss': an fsync per commit. */
+  durability?: Durability;
 }
 
-const SCHEMA = `
+export const RECORDS_SCHEMA = `
   CREATE TABLE IF NOT EXISTS items (
     pk TEXT NOT NULL,
     sk TEXT NOT NULL,
@@ -81,7 +84,9 @@ type Decision<T> = { writes: Write[]; result: T };
  * RecordStore on SQLite (better-sqlite3): the embedded default, one machine, no AWS.
  *
  * Durability: WAL with `synchronous = FULL`, so a write is on disk when the call returns
- * (NORMAL may lose the last commits on power loss). Writes run on the durable writer's thread
+ * (durability 'power-loss', the default); 'process-crash' commits with NORMAL, which a
+ * process crash never loses and a power cut may (the last commits). The file may be the
+ * object store's (local-stores.ts): one WAL, one sync per commit for both. Writes run on the durable writer's thread
  * (durable-writer.ts), committed together with the writes that arrive meanwhile (group
  * commit); reads run here, on a connection of their own, and never wait for the writer.
  *
@@ -120,7 +125,7 @@ export class LocalRecordStore implements RecordStore {
     for (const pragma of NEW_DATABASE_PRAGMAS) db.pragma(pragma);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    db.exec(SCHEMA);
+    db.exec(RECORDS_SCHEMA);
     this.#select = db.prepare<[string, string], StoredBody>(
       'SELECT body FROM items WHERE pk = ? AND sk = ?',
     );
@@ -144,6 +149,7 @@ export class LocalRecordStore implements RecordStore {
       : new DurableDatabase(resolve(options.path), RECORD_WRITES, {
           lane: 'records',
           busyTimeoutMs,
+          ...(options.durability && { durability: options.durability }),
         });
     // On open, before any other write of ours: one synchronous write is fine here, and so
     // is giving the pages it freed back (a no-op unless the file has incremental vacuum).
