@@ -142,6 +142,13 @@ echo '[test] tsc --noEmit' >&2
 npx tsc --noEmit
 
 bash console/prepare-test.sh
+# strace counts the fsyncs of an append (test/unit/local-one-fsync.test.ts): Debian's, installed
+# as root when missing, as Chromium is.
+if ! command -v strace >/dev/null && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo '[test] installing strace (apt-get)' >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends strace >/dev/null 2>&1 ||
+    { apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends strace >/dev/null; }
+fi
 # The server, CLI and compaction command as JavaScript (npm ci builds them; this rebuilds them
 # if a source is newer), before the Node 24 tree copies them. Vitest's setup checks again.
 node scripts/build.mjs --if-stale
