@@ -190,11 +190,12 @@ export class ValueStore {
 
   /**
    * Step 3, a checkpoint's, after its state is computed and just before its commit: the
-   * stream's reference to each value it sets by ref (held already too), put on the GC generation step 1
-   * read the chunks under (a sweep since then: 503, retry). `release` takes back the ones
-   * put here, for a commit that did not happen; a process that dies in between leaves them
-   * to the GC, which reaps a value reference whose stream has no head after the grace.
-   * `heldAt`: the seq of the head the checkpoint read (0: none), kept on each reference.
+   * stream's reference to each value it sets by ref (held already too), put on the GC
+   * generation step 1 read the chunks under (a sweep since then: 503, retry). `release` takes
+   * back the ones put here that were not there, for a commit that did not happen; a process
+   * that dies in between leaves them to the GC, which reaps a value reference whose stream
+   * has no head after the grace. `heldAt`: the seq of the head the checkpoint read (0: none),
+   * kept on each reference (a session clear releases those below it, clear-cut.ts).
    */
   async hold(
     tenant: string,
