@@ -318,7 +318,9 @@ export class Checkpointer {
     }
     // The stream's references to its values, only now that the checkpoint is known good, and
     // taken back if its commit does not happen (values.ts hold).
-    const held = measured ? await states.values.hold(req.tenant, req.stream, measured) : undefined;
+    const held = measured
+      ? await states.values.hold(req.tenant, req.stream, measured, head.exists ? head.seq : 0)
+      : undefined;
     let outcome: Awaited<ReturnType<Appender['append']>>;
     try {
       outcome = await this.#commit(req, head, linear, stateDigest, from.depth, writes);

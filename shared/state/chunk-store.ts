@@ -1,4 +1,11 @@
-import { chunkGcKey, chunkKey, chunkRefsPk, type RefKind, refSk } from '../chain/storage-keys.js';
+import {
+  chunkGcDueKey,
+  chunkGcKey,
+  chunkKey,
+  chunkRefsPk,
+  type RefKind,
+  refSk,
+} from '../chain/storage-keys.js';
 import { ConflictError, UnavailableError } from '../domain/errors.js';
 import { mapLimit } from '../domain/map-limit.js';
 import { optimistic, RETRY } from '../domain/optimistic.js';
@@ -34,6 +41,11 @@ export interface ChunkRefRecord {
   kind: RefKind;
   id: number | string;
   digest: string;
+  /**
+   * A value's reference: the seq of the head its checkpoint read (the commit lands after it).
+   * A clear's release (clear-cut.ts) deletes only the references held before the clear.
+   */
+  heldAt?: number;
 }
 
 /** What a process knows is stored: the chunks of one state, seen under GC generation `gen`. */
@@ -193,6 +205,7 @@ export class ChunkStore {
           sk: refSk(ref.stream, ref.kind, ref.id),
           digest: ref.digest,
           createdAt: clock.now(),
+          ...(ref.heldAt === undefined ? {} : { heldAt: ref.heldAt }),
         };
         const condition =
           gen === 0
@@ -244,6 +257,45 @@ export class ChunkStore {
       pk: chunkRefsPk(tenant),
       sk: refSk(ref.stream, ref.kind, ref.id),
     });
+  }
+
+  /**
+   * A clear's release (clear-cut.ts): deletes the stream's value references held before seq
+   * `seq` (`heldAt` below it, or none: written by a pending write or before `heldAt`
+   * existed), each on condition it is still so, then asks for a GC visit. A checkpoint that
+   * holds the same value again writes its `heldAt` at or past `seq` (it read a head at or past
+   * the clear: a commit on an older head fails, the clear changed the state digest), so its
+   * write before the delete makes the delete fail, and after it puts the reference back.
+   * The base at the clear (written by the cut) keeps what the state there reaches.
+   */
+  async releaseHeldBefore(tenant: string, stream: string, seq: number): Promise<number> {
+    const { records, clock } = this.#o;
+    let released = 0;
+    for (const ref of await this.refs(tenant, stream)) {
+      if (!ref.sk.startsWith(`${stream}#value#`)) continue;
+      if (typeof ref.heldAt === 'number' && ref.heldAt >= seq) continue;
+      try {
+        await records.delete(
+          { pk: ref.pk, sk: ref.sk },
+          {
+            conditions: [
+              {
+                op: 'any',
+                conditions: [
+                  { op: 'attrNotExists', attr: 'heldAt' },
+                  { op: 'lt', attr: 'heldAt', value: seq },
+                ],
+              },
+            ],
+          },
+        );
+        released++;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err; // held again meanwhile: kept
+      }
+    }
+    if (released > 0) await records.put({ ...chunkGcDueKey(tenant), dueAt: clock.now() });
+    return released;
   }
 
   /** Every reference of a tenant, or of one stream (`stream#` prefix). */

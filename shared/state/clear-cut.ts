@@ -23,6 +23,10 @@ import type { StateStore } from './state.js';
  *   4. One transaction: head.prunedSeq = C, head.prunedHash = the hash at C, on condition the
  *      stream is not being deleted and its pruning point is still below C (a later cut, or
  *      the compactor's, wins), and the index record still ends at that hash.
+ *   5. Release the stream's value references held before C (chunk-store.ts
+ *      `releaseHeldBefore`): the chunks of items sent by reference go with the chunk GC,
+ *      after its grace, unless a later checkpoint holds them again. Also when the chain is
+ *      already cut at C (a retried clear completes a release a crash left undone).
  * `fence`: the compactor's lease check, when the compactor cuts.
  */
 export const cutAtClear = async (
@@ -35,6 +39,7 @@ export const cutAtClear = async (
   const head = item && toHead(item);
   const seq = head?.clearedSeq;
   if (!head || seq === undefined || head.status !== undefined) return false;
+  if (head.prunedSeq === seq) await states.chunks.releaseHeldBefore(tenant, stream, seq);
   if ((head.prunedSeq ?? 0) >= seq) return false;
   const indexItem = await records.get(segmentIndexKey(tenant, stream, seq));
   if (!indexItem) return false;
@@ -68,5 +73,6 @@ export const cutAtClear = async (
     if (err instanceof ConflictError) return false;
     throw err;
   }
+  await states.chunks.releaseHeldBefore(tenant, stream, seq);
   return true;
 };

@@ -190,15 +190,18 @@ export class ValueStore {
 
   /**
    * Step 3, a checkpoint's, after its state is computed and just before its commit: the
-   * stream's reference to each value it does not hold yet, put on the GC generation step 1
-   * read the chunks under (a sweep since then: 503, retry). `release` takes back the ones
-   * put here, for a commit that did not happen; a process that dies in between leaves them
-   * to the GC, which reaps a value reference whose stream has no head after the grace.
+   * stream's reference to each value it sets by ref (held already too), put on the GC
+   * generation step 1 read the chunks under (a sweep since then: 503, retry). `release` takes
+   * back the ones put here that were not there, for a commit that did not happen; a process
+   * that dies in between leaves them to the GC, which reaps a value reference whose stream
+   * has no head after the grace. `heldAt`: the seq of the head the checkpoint read (0: none),
+   * kept on each reference (a session clear releases those below it, clear-cut.ts).
    */
   async hold(
     tenant: string,
     stream: string,
     measured: MeasuredRefs,
+    heldAt: number,
   ): Promise<{ release(): Promise<void> }> {
     const put: string[] = [];
     const release = async () => {
@@ -208,10 +211,12 @@ export class ValueStore {
     };
     try {
       for (const hash of measured.byHash.keys()) {
-        const ref = { stream, kind: 'value' as const, id: hash, digest: hash };
-        if (await this.chunks.getRef(tenant, ref)) continue;
+        const ref = { stream, kind: 'value' as const, id: hash, digest: hash, heldAt };
+        // Written again when it exists too: `heldAt` moves, so a clear's release of the
+        // reference (clear-cut.ts, conditional on an older `heldAt`) loses to this hold.
+        const existed = (await this.chunks.getRef(tenant, ref)) !== undefined;
         const gen = await this.chunks.addRef(tenant, ref, measured.gen ?? 0);
-        put.push(hash);
+        if (!existed) put.push(hash);
         if (gen === undefined) {
           throw new UnavailableError('chunk garbage collection ran while the values were read');
         }

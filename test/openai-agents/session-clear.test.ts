@@ -4,6 +4,8 @@ import { HefestoApiError } from '../../packages/client/src/index.js';
 import { streamObjectPrefix, streamPk } from '../../shared/chain/storage-keys.js';
 import { auditStream } from '../../shared/client/audit.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
+import { ChunkCollector } from '../../shared/compaction/chunk-gc.js';
+import { cutAtClear } from '../../shared/state/clear-cut.js';
 import type { StorePair } from '../support/stores.js';
 import { allStores } from '../support/stores.js';
 import { type SessionWorld, startWorld } from './world.js';
@@ -16,9 +18,35 @@ import { type SessionWorld, startWorld } from './world.js';
 
 const TENANT = 'default';
 const user = (content: string): AgentInputItem => ({ type: 'message', role: 'user', content });
+/** An item over `largeItemBytes` (sent by reference): a large tool output. */
+const big = (seed: string): AgentInputItem => ({
+  type: 'function_call_result',
+  callId: 'c1',
+  name: 'fetch_page',
+  status: 'completed',
+  output: { type: 'text', text: `${seed}:${'x'.repeat(600 * 1024)}` },
+});
+/** Past the upload references' time to live (a day), so only the streams' references hold. */
+const PAST_UPLOADS = 2 * 86_400_000;
 
 let n = 0;
 const fresh = () => `clear-${Date.now().toString(36)}-${n++}`;
+
+/** Two visits of the chunk GC alone (condemn, then sweep past the grace), past upload TTLs. */
+const collectChunks = async (world: SessionWorld) => {
+  let now = Date.now() + 10 * 86_400_000;
+  const gc = new ChunkCollector({
+    chunks: world.ledger.states.chunks,
+    objects: world.stores.objects,
+    records: world.stores.records,
+    clock: { now: () => now },
+    graceMs: 1000,
+    leaseMs: 1000,
+  });
+  expect((await gc.run(TENANT)).phase).toBe('condemned');
+  now += 2000;
+  expect((await gc.run(TENANT)).phase).toBe('swept');
+};
 
 /** Where in the stores `needle` is held: object keys and record keys (raw bytes and JSON). */
 const holding = async (stores: StorePair, stream: string, needle: string) => {
@@ -118,6 +146,73 @@ for (const factory of allStores) {
       expect((await world.client().verify(id)).ok).toBe(true);
       const objects = await world.stores.objects.list(streamObjectPrefix(TENANT, id));
       expect(objects.items.length).toBeGreaterThan(0);
+    });
+
+    it('releases the chunks of the cleared items sent by reference: the compactor removes their bytes', async () => {
+      const secret = `large-gone-${fresh()}`;
+      const id = fresh();
+      const s = world.session(id);
+      await s.addItems([big(secret), user('small')]);
+      await s.clearSession();
+      await s.addItems([user('after the clear')]);
+      // Held before compaction: the item's chunks.
+      expect(await holding(world.stores, id, secret)).not.toEqual([]);
+
+      world.advance(PAST_UPLOADS);
+      await world.compact();
+
+      expect(await holding(world.stores, id, secret)).toEqual([]);
+      expect(await world.session(id).getItems()).toEqual([user('after the clear')]);
+      expect((await world.client().verify(id)).ok).toBe(true);
+    });
+
+    it('a large item added again before the clear releases its reference keeps its chunks', async () => {
+      const gone = `large-old-${fresh()}`;
+      const kept = `large-again-${fresh()}`;
+      const id = fresh();
+      const s = world.session(id, { retry: { maxAttempts: 1, baseDelayMs: 1 } });
+      await s.addItems([big(gone), big(kept)]);
+      // The clear commits, its cut (and release) not done yet: the same content is added
+      // again meanwhile, its reference already held by the cleared history.
+      world.crashAfter('committed');
+      await expect(s.clearSession()).rejects.toThrow();
+      await world.session(id).addItems([big(kept)]);
+
+      // The clear's cut and release (as its request makes them), then the chunk GC alone: no
+      // base written since holds the new item's chunks, only its stream's value reference.
+      expect(
+        await cutAtClear(
+          { records: world.stores.records, states: world.ledger.states },
+          { tenant: TENANT, stream: id },
+        ),
+      ).toBe(true);
+      await collectChunks(world);
+      world.restart(); // nothing warm: the item is read from its chunks
+
+      expect(await holding(world.stores, id, gone)).toEqual([]);
+      expect(await world.session(id).getItems()).toEqual([big(kept)]);
+      await world.session(id).addItems([user('later')]);
+      expect(await world.session(id).getItems()).toEqual([big(kept), user('later')]);
+    });
+
+    it('a clear racing an add of the same large content: what is added stays readable after compaction', async () => {
+      for (let round = 0; round < 4; round++) {
+        const secret = `large-race-${fresh()}`;
+        const id = fresh();
+        const a = world.session(id);
+        const b = world.session(id);
+        await a.addItems([big(secret)]);
+
+        await Promise.all([a.clearSession(), b.addItems([big(secret)])]);
+        const items = await world.session(id).getItems();
+        world.advance(PAST_UPLOADS);
+        await world.compact();
+        world.restart();
+
+        expect(await world.session(id).getItems()).toEqual(items);
+        if (items.length === 0) expect(await holding(world.stores, id, secret)).toEqual([]);
+        else expect(items).toEqual([big(secret)]);
+      }
     });
 
     it('keeps the clearing auditable: /verify and an audit start at the clear, a verifying client goes on across it', async () => {
