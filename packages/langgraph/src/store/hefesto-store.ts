@@ -88,8 +88,9 @@ interface Candidate {
  * state holds its items, so every item served is read from a state the chain binds
  * (docs/langgraph.md, "The store"). A search's states are read as tuples, which a client with
  * `verify` checks against the chain; a `get` is a path read (`client.getValue`), served from
- * the server's verified state and not checked by the client, even with `verify`. It answers what LangGraph's InMemoryStore answers: the same items, filters,
- * order, pages and namespaces (test/langgraph-store/store-differential.test.ts).
+ * the server's verified state and not checked by the client, even with `verify`. It answers
+ * what LangGraph's InMemoryStore answers: the same items, filters, order, pages and namespaces
+ * (test/langgraph-store/store-differential.test.ts).
  *
  * @example
  * ```ts
