@@ -129,7 +129,7 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .constantFrom(['langgraph', 'a'], ['a.b'], ['a', ''], [] as string[])
+      .constantFrom(['langgraph', 'a'], ['a.b'], ['a:b'], ['a', 'b:c'], ['a', ''], [] as string[])
       .map((n) => ({ call: 'refused' as const, ns: n })),
   },
 );

@@ -12,7 +12,8 @@ import type { StoreFactory, StorePair } from '../support/stores.js';
  * The HTTP API in this process over one store pair (memory, local or the AWS emulators), and
  * HefestoStores whose client sends its requests to it (`app.request`, no socket), one clock
  * for both (`advance`), each request counted (`sent`, as `METHOD /path?query`), replies that
- * can be lost (`loseReplies`).
+ * can be lost (`loseReplies`), and a request that can be held before the server sees it
+ * (`holdNext`), to order the replies of two calls in flight.
  */
 
 export const ROOT_KEY = 'root-key-for-store-tests-0123456789abcdef';
@@ -23,6 +24,11 @@ export interface StoreWorld {
   sent: string[];
   /** Loses the reply of the next `n` POSTs of any store, after the server answered them. */
   loseReplies(n: number): void;
+  /**
+   * Holds the next request whose `METHOD /path?query` passes `match` before the server answers
+   * it: `reached` once it is held, `release()` lets it on.
+   */
+  holdNext(match: (request: string) => boolean): { reached: Promise<void>; release(): void };
   now(): number;
   advance(ms: number): void;
   close(): Promise<void>;
@@ -40,9 +46,17 @@ export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld
   const app = createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock });
   const sent: string[] = [];
   let lose = 0;
+  const holds: Array<{ match: (r: string) => boolean; reach(): void; gate: Promise<void> }> = [];
   const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
-    sent.push(`${init?.method ?? 'GET'} ${url.pathname}${url.search}`);
+    const request = `${init?.method ?? 'GET'} ${url.pathname}${url.search}`;
+    sent.push(request);
+    const held = holds.findIndex((h) => h.match(request));
+    if (held >= 0) {
+      const [hold] = holds.splice(held, 1);
+      hold?.reach();
+      await hold?.gate;
+    }
     const res = await app.request(String(input), init);
     if (lose > 0 && init?.method === 'POST') {
       lose--;
@@ -67,6 +81,18 @@ export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld
     sent,
     loseReplies: (n) => {
       lose = n;
+    },
+    holdNext: (match) => {
+      let reach = () => {};
+      let release = () => {};
+      const reached = new Promise<void>((r) => {
+        reach = r;
+      });
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
+      holds.push({ match, reach, gate });
+      return { reached, release };
     },
     now: () => now,
     advance: (ms) => {

@@ -85,9 +85,12 @@ interface Candidate {
 
 /**
  * LangGraph's long-term memory (`BaseStore`) on Hefesto: one stream per namespace, whose
- * state holds its items, so every answer is a state the chain binds (docs/langgraph.md,
- * "The store"). It answers what LangGraph's InMemoryStore answers: the same items, filters,
- * order, pages and namespaces (test/langgraph-store/store-differential.test.ts).
+ * state holds its items, so every item served is read from a state the chain binds
+ * (docs/langgraph.md, "The store"). A search's states are read as tuples, which a client with
+ * `verify` checks against the chain; a `get` is a path read (`client.getValue`), served from
+ * the server's verified state and not checked by the client, even with `verify`. It answers
+ * what LangGraph's InMemoryStore answers: the same items, filters, order, pages and namespaces
+ * (test/langgraph-store/store-differential.test.ts).
  *
  * @example
  * ```ts
@@ -160,7 +163,7 @@ export class HefestoStore extends BaseStore {
     for (const op of operations) {
       if ('namespace' in op) validateNamespace(op.namespace, { allowReservedRoot: true });
       if ('value' in op) {
-        puts.set(`${op.namespace.join(':')}:${op.key}`, op);
+        puts.set(JSON.stringify([op.namespace, op.key]), op); // unambiguous: keys may hold ':'
         reads.push(Promise.resolve(null));
       } else if ('key' in op) reads.push(this.#get(op));
       else if ('namespacePrefix' in op) reads.push(this.#search(op));
@@ -175,11 +178,14 @@ export class HefestoStore extends BaseStore {
   async sweep(prefix: string[] = []): Promise<number> {
     let removed = 0;
     for (const stream of await this.#listStreams(prefix)) {
+      // `make` runs again on each lost race: only the last attempt's purge is what was written.
+      let purged = 0;
       await this.#streams.write(stream, (state) => {
         const change = this.#purge(state, { items: new Map(), held: [] });
-        removed += change.items.size;
+        purged = change.items.size;
         return change.items.size > 0 ? change : null;
       });
+      removed += purged;
     }
     return removed;
   }

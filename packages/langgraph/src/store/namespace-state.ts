@@ -65,9 +65,10 @@ export const opsOf = (change: Change, base: NamespaceState | null): Array<DeltaO
   return ops;
 };
 
-/** The state after `change` (the held state changed in place when there is one). */
+/** The state after `change`: a new object (the base is shared with reads in flight; never changed). */
 export const applyChange = (change: Change, base: NamespaceState | null): NamespaceState => {
-  const state = base ?? (change.create as NamespaceState);
+  const from = base ?? (change.create as NamespaceState);
+  const state: NamespaceState = { ...from, items: { ...from.items } };
   for (const [key, item] of change.items) {
     if (item === null) delete state.items[key];
     else state.items[key] = item;

@@ -53,12 +53,14 @@ export class NamespaceStreams {
   /** The stream's state now (null: no such namespace): one conditional request. */
   async read(stream: string): Promise<NamespaceState | null> {
     const held = this.#held.get(stream);
+    // A copy: the client applies the deltas to `since.state` in place, and the held state is
+    // shared with the reads and writes in flight (a write's reply replaces it, never changes it).
     const since =
       held?.state && held.seq > 0
         ? {
             seq: held.seq,
             stateDigest: held.stateDigest,
-            state: held.state as unknown as { [k: string]: Json },
+            state: structuredClone(held.state) as unknown as { [k: string]: Json },
           }
         : undefined;
     try {
@@ -67,14 +69,17 @@ export class NamespaceStreams {
       this.#hold(stream, { seq: t.seq, stateDigest: t.stateDigest, state });
       return state;
     } catch (err) {
-      this.#held.delete(stream); // a held state may be half changed by deltas
+      this.#held.delete(stream);
       if (!notFound(err)) throw err;
       this.#hold(stream, { seq: 0, stateDigest: EMPTY_DIGEST, state: null });
       return null;
     }
   }
 
-  /** One path of the stream's state (null: no such stream or path): one request. */
+  /**
+   * One path of the stream's state (null: no such stream or path): one request, served from
+   * the server's verified state but not checked by this client, even with `verify`.
+   */
   async readPath(stream: string, path: string): Promise<StateValue | null> {
     try {
       return await this.#client.getValue(stream, path);
