@@ -59,10 +59,20 @@ describe.each(allStores.filter((f) => f.enabled))('the memory ceiling on $name',
     const { memory, world } = worldWith(60_000);
     await upload(world, VALUE.chunks);
     await setValue(world, memory, 'big');
-    const reads = await Promise.all(Array.from({ length: 4 }, () => read(world, memory, 'big')));
+    // The pool is full while the four reads arrive, so each must wait (on a slow store a read
+    // could otherwise finish before the next one asks, and wait for nothing).
+    const blocker = memory.open();
+    await memory.charge(blocker, memory.capacity);
+    const pending = Promise.all(Array.from({ length: 4 }, () => read(world, memory, 'big')));
+    await vi.waitFor(() => expect(memory.stats.waited).toBeGreaterThanOrEqual(4), {
+      timeout: 50_000,
+      interval: 20,
+    });
+    blocker.end();
+    const reads = await pending;
     for (const r of reads) expect(r.state.v).toHaveLength(20_000);
     const { stats } = memory;
-    expect(stats.waited).toBeGreaterThanOrEqual(3);
+    expect(stats.waited).toBeGreaterThanOrEqual(4);
     expect(stats.refused).toBe(0);
     expect(stats.peak).toBeLessThanOrEqual(memory.capacity);
     expect(stats.requests).toBe(0);
@@ -72,16 +82,19 @@ describe.each(allStores.filter((f) => f.enabled))('the memory ceiling on $name',
     const { memory, world } = worldWith(0);
     await upload(world, VALUE.chunks);
     await setValue(world, memory, 'big');
+    // The pool is full while the reads arrive (as when another request holds it): none waits.
+    const blocker = memory.open();
+    await memory.charge(blocker, memory.capacity);
     const results = await Promise.allSettled(
       Array.from({ length: 4 }, () => read(world, memory, 'big')),
     );
-    const served = results.filter((r) => r.status === 'fulfilled');
+    blocker.end();
     const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
-    expect(served.length).toBeGreaterThanOrEqual(1);
-    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(refused).toHaveLength(4);
     for (const err of refused) {
       expect(err).toMatchObject({ code: 'ErrUnavailable', retryAfterMs: expect.any(Number) });
     }
+    expect(memory.stats.refused).toBe(4);
     expect(memory.stats.peak).toBeLessThanOrEqual(memory.capacity);
     // Nothing is left held, and the next read is served.
     expect(memory.stats.requests).toBe(0);
@@ -92,9 +105,16 @@ describe.each(allStores.filter((f) => f.enabled))('the memory ceiling on $name',
     const { memory, world } = worldWith(60_000);
     await upload(world, VALUE.chunks);
     const streams = ['a', 'b', 'c'];
-    const written = await Promise.all(streams.map((s) => setValue(world, memory, s)));
+    const blocker = memory.open();
+    await memory.charge(blocker, memory.capacity);
+    const pending = Promise.all(streams.map((s) => setValue(world, memory, s)));
+    await vi.waitFor(() => expect(memory.stats.waited).toBeGreaterThanOrEqual(3), {
+      timeout: 50_000,
+      interval: 20,
+    });
+    blocker.end();
+    const written = await pending;
     for (const w of written) expect(w.seq).toBe(1);
-    expect(memory.stats.waited).toBeGreaterThanOrEqual(1);
     expect(memory.stats.peak).toBeLessThanOrEqual(memory.capacity);
     // The warm states they left are the pool's, and give way to the next request.
     expect(memory.stats.caches).toBeGreaterThan(0);
