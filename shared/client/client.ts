@@ -725,9 +725,11 @@ export class HefestoClient {
    * The last `limit` items of a session's history (all without `limit`), oldest first: one
    * request, read from the stream's verified state. A session never written has none. With
    * `proof`, the answer carries what this client checks the items against itself (the event
-   * that set the state, the Merkle path of the items: history-proof.ts), and with `verify`
-   * that event is also proven in the signed tree head (two more GETs); a failed check is a
-   * ClientVerificationError and returns nothing.
+   * that set the state, the Merkle path of the items: history-proof.ts), which without
+   * `verify` is the server's word for that event; with `verify` the event is checked to be
+   * the head's state-setting event (the events after it read and chained, none setting the
+   * state) and the head proven in the signed tree head (two more GETs when the event is the
+   * head); a failed check is a ClientVerificationError and returns nothing.
    *
    * @example
    * ```ts
@@ -744,9 +746,58 @@ export class HefestoClient {
     });
     if (!options.proof) return body;
     const { items, event, schema } = provenHistory(body, options.limit);
-    // With `verify`: the event proven in the signed tree head extending the trusted one.
-    if (this.#verify && event) await this.#proofs?.checkRead(streamId, event);
+    if (this.#verify && event) await this.#headState(streamId, event, body.seq);
     return { seq: body.seq, items, ...(schema === undefined ? {} : { schema }) };
+  }
+
+  /**
+   * `verify`: `event` is the head's state-setting event. The events after it up to the head
+   * `seq` continue its hash and none sets the state; the head is proven in the signed tree
+   * head (extending the trusted one, and no older than the head this client trusted before),
+   * else (no tree, or a head before its first leaf) the event is linked to genesis.
+   */
+  async #headState(streamId: string, event: LedgerEvent, seq: number): Promise<void> {
+    if (event.seq < 1) throw new ClientVerificationError(event.seq, 'no event has that seq');
+    const trusted = await this.#proofs?.trusted(streamId);
+    if (trusted !== undefined && seq < trusted.treeBase + trusted.treeSize) {
+      throw new ClientVerificationError(
+        seq,
+        `the server answered the history at seq ${seq}, older than the head this client trusts`,
+      );
+    }
+    let last: LedgerEvent = event;
+    while (last.seq < seq) {
+      const page = await this.#page(streamId, {
+        from: last.seq + 1,
+        limit: Math.min(1000, seq - last.seq),
+      });
+      const result = verifyEvents(page.events as never, { seq: last.seq, hash: last.hash });
+      if (!result.ok) throw new ClientVerificationError(result.firstBadSeq, result.reason);
+      const setter = page.events.find((e) => appliesOps(e.type) || e.type === FORK_EVENT);
+      if (setter !== undefined) {
+        throw new ClientVerificationError(
+          setter.seq,
+          `event ${setter.seq} sets the state after the one the history was proven by`,
+        );
+      }
+      const end = page.events.at(-1);
+      if (end === undefined)
+        throw new ClientVerificationError(last.seq + 1, 'the server returned no events');
+      last = end;
+    }
+    if (last.seq !== seq) {
+      throw new ClientVerificationError(
+        seq,
+        `the state was set at ${last.seq}, past the head ${seq}`,
+      );
+    }
+    const head = await this.#proofs?.checkRead(streamId, last);
+    // A head outside the signed tree (none, or before its first leaf): the event is linked
+    // along the chain from genesis instead, as getVerifiedValue links its checkpoint.
+    if (head === undefined || last.seq <= head.treeBase) {
+      await this.#trustUpTo(streamId, event.seq - 1);
+      this.#check(streamId, [event]);
+    }
   }
 
   /**

@@ -6,10 +6,11 @@ import type { Json, LedgerEvent, StateValue } from './types.js';
 
 /**
  * A session history read with `proof` (GET …/history?proof=true), checked here against the
- * chain's own record of the state, not the server's word:
+ * event the server says set the state (alone, that event is the server's word: only with
+ * `verify` does HefestoClient link it to the chain, as the head's state-setting event of a
+ * head proven in the signed tree head, client.ts #headState):
  *
- *   1. the event that set the state: its hash recomputed from its fields (the caller proves
- *      that hash in a signed tree head when it verifies receipts);
+ *   1. the event: its hash recomputed from its fields, at or below the head `seq`;
  *   2. the Merkle path of `/items` checked against the state digest that event records;
  *   3. the items answered: the last `limit` of that proven value, whatever else was sent;
  *   4. their schema version the one that event yields (a delta's `schema`, a migration's
@@ -34,6 +35,12 @@ export const provenHistory = (
     return { items: [] };
   }
   const { event } = proof;
+  if (event.seq > page.seq) {
+    throw new ClientVerificationError(
+      event.seq,
+      `the state was set at ${event.seq}, past the head ${page.seq}`,
+    );
+  }
   const checked = verifyEvents([event] as never, { seq: event.seq - 1, hash: event.prevHash });
   if (!checked.ok) throw new ClientVerificationError(checked.firstBadSeq, checked.reason);
   const answer = { proof: proof.state } as unknown as StateValue;

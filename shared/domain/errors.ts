@@ -37,6 +37,7 @@ export const PUBLIC_ERROR_CODES = [
   'ErrInternal',
   'ErrLabelExists',
   'ErrSchemaTooNew',
+  'ErrSchemaTooOld',
   'ErrDataDirInUse',
 ] as const;
 
@@ -436,6 +437,26 @@ export class SchemaTooNewError extends HefestoError {
     super(
       'ErrSchemaTooNew',
       `the stream's state is at schema version ${streamVersion}; this writer's is ${workerVersion}`,
+    );
+    this.streamVersion = streamVersion;
+    this.workerVersion = workerVersion;
+  }
+}
+
+/**
+ * A session history's items are at an older schema version than the writer's
+ * (docs/schema-evolution.md, "Sessions"): the writer migrates them first (a hefesto.migration)
+ * and sends its change again. Names both versions.
+ */
+export class SchemaTooOldError extends HefestoError {
+  readonly streamVersion: number;
+  readonly workerVersion: number;
+
+  constructor(streamVersion: number, workerVersion: number) {
+    super(
+      'ErrSchemaTooOld',
+      `the history's items are at schema version ${streamVersion}; a writer of version ` +
+        `${workerVersion} migrates them first (a hefesto.migration)`,
     );
     this.streamVersion = streamVersion;
     this.workerVersion = workerVersion;

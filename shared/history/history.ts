@@ -4,9 +4,9 @@ import type { JsonValue } from '../domain/canonical.js';
 import {
   DivergenceError,
   IdempotencyKeyReusedError,
-  InvalidInputError,
   NotFoundError,
   SchemaTooNewError,
+  SchemaTooOldError,
   StreamNotFoundError,
   UnavailableError,
 } from '../domain/errors.js';
@@ -315,16 +315,12 @@ export class HistoryService {
 
 /**
  * A writer's items must have the history's shape: an older writer would put the old shape
- * into a history that has moved on (ErrSchemaTooNew); a newer one must migrate it first.
+ * into a history that has moved on (ErrSchemaTooNew); a newer one must migrate it first
+ * (ErrSchemaTooOld).
  */
 const checkSchema = (stored: number, writer: number): void => {
   if (stored > writer) throw new SchemaTooNewError(stored, writer);
-  if (stored < writer) {
-    throw new InvalidInputError(
-      `the history's items are at schema version ${stored}; a writer of version ${writer} ` +
-        'migrates them first (a hefesto.migration)',
-    );
-  }
+  if (stored < writer) throw new SchemaTooOldError(stored, writer);
 };
 
 const popped = (item: JsonValue | undefined) => (item === undefined ? {} : { popped: item });

@@ -74,6 +74,8 @@ const MEANINGS: Partial<Record<PublicErrorCode, string>> = {
   ErrInvalidFormat: 'stored bytes do not decode: nothing is served from them',
   ErrInternal: 'an unexpected server error',
   ErrUnavailable: 'the storage backend kept failing; retry after Retry-After',
+  ErrSchemaTooOld:
+    'the history’s items are at an older schema version than the writer’s: migrate them first',
   ErrDataDirInUse: 'another process holds the embedded data directory (`pid` names it)',
 };
 
@@ -86,6 +88,7 @@ const EXAMPLE_EXTRAS: Partial<Record<PublicErrorCode, Record<string, unknown>>> 
   ErrPruned: { prunedSeq: 100 },
   ErrTamperedLedger: { firstBadSeq: 7 },
   ErrIdempotencyInProgress: { retryAfterSeconds: 2 },
+  ErrSchemaTooOld: { streamVersion: 1, workerVersion: 2 },
 };
 
 const RETRY_AFTER = {

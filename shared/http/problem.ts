@@ -13,6 +13,7 @@ import {
   PrunedError,
   type PublicErrorCode,
   SchemaTooNewError,
+  SchemaTooOldError,
   SeqConflictError,
   TamperedLedgerError,
   UnavailableError,
@@ -104,7 +105,7 @@ const extrasOf = (err: HefestoError): Record<string, unknown> => {
   }
   if (err instanceof PayloadTooLargeError && err.overrun) return { ...err.overrun };
   if (err instanceof PrunedError) return { prunedSeq: err.prunedSeq };
-  if (err instanceof SchemaTooNewError) {
+  if (err instanceof SchemaTooNewError || err instanceof SchemaTooOldError) {
     return { streamVersion: err.streamVersion, workerVersion: err.workerVersion };
   }
   if (err instanceof IdempotencyInProgressError) {

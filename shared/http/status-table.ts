@@ -54,6 +54,7 @@ export const STATUS_BY_CODE = {
   ErrUnavailable: 503,
   ErrLabelExists: 409,
   ErrSchemaTooNew: 409,
+  ErrSchemaTooOld: 409,
   ErrDataDirInUse: 409,
 } as const satisfies Record<PublicErrorCode, number>;
 

@@ -82,11 +82,13 @@ for (const factory of allStores) {
         (o) => o.path,
       );
       expect(ops).toEqual(['/items/0', '/items/1', '/items/2', '/items/3', '/schema']);
-      // The read, the state for the migration, the migration; the change (no read before it).
+      // The read, the state for the migration, the migration, the proven read of its items
+      // (the state read has no proof); the change (no read before it).
       expect(sent).toEqual([
         `GET /v1/streams/${id}/history`,
         `GET /v1/streams/${id}/state`,
         `POST /v1/streams/${id}/checkpoints`,
+        `GET /v1/streams/${id}/history`,
         `POST /v1/streams/${id}/history`,
       ]);
       expect((await world.client().verify(id)).ok).toBe(true);
@@ -168,6 +170,22 @@ for (const factory of allStores) {
 
       expect(await session(id, v2).getItems()).toEqual([v2Item('old'), v2Item('new')]);
       expect(await migrations(id)).toHaveLength(1);
+    });
+
+    it('a newer writer on a history not migrated is refused with its own code, naming both versions: 409 ErrSchemaTooOld', async () => {
+      const id = await writtenAtV1(1);
+      const change = { type: 'append_items' as const, items: [v2Item('new') as never] };
+      const refused = await world
+        .client()
+        .changeHistory(id, change, { schema: 2 })
+        .catch((e: unknown) => e);
+
+      expect(refused).toMatchObject({
+        code: 'ErrSchemaTooOld',
+        status: 409,
+        problem: { streamVersion: 1, workerVersion: 2 },
+      });
+      expect(await migrations(id)).toEqual([]);
     });
 
     it('keeps the version across a clear and a compaction', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientVerificationError, HefestoApiError } from '../../packages/client/src/index.js';
 import { segmentPrefix } from '../../shared/chain/storage-keys.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
+import { hashLedgerEvent, type LedgerEvent } from '../../shared/domain/event.js';
 import { allStores } from '../support/stores.js';
 import { type SessionWorld, startWorld } from './world.js';
 
@@ -135,6 +136,74 @@ for (const factory of allStores) {
         `GET /v1/streams/${id}/history`,
         `GET /v1/streams/${id}/tree-head`,
         `GET /v1/streams/${id}/proofs/inclusion`,
+      ]);
+    });
+
+    const proven = (id: string) =>
+      world.get(`/v1/streams/${id}/history`, { proof: 'true' }) as Promise<Body & { seq: number }>;
+    const verifying = () => ({ verify: true, trustStore: new MemoryTrustStore() });
+
+    it('refuses an event said to set the state past the head the answer names', async () => {
+      const id = await written();
+      const s = world.session(id, {
+        forge: onHistory((b) => {
+          b.seq = 0;
+        }),
+      });
+
+      await expect(s.getItems()).rejects.toBeInstanceOf(ClientVerificationError);
+    });
+
+    it('with a verifying client, refuses a forged answer whose event, path and items agree (an event outside the chain)', async () => {
+      const id = await written();
+      const other = fresh();
+      await world.session(other).addItems([user('forged')]);
+      // Another stream's proven answer, its event moved to seq 0 (before any tree's first
+      // leaf) and its hash recomputed: event, Merkle path and items all agree.
+      const forged = await proven(other);
+      const event = { ...(forged.proof?.event as unknown as LedgerEvent), seq: 0 };
+      event.hash = hashLedgerEvent(event);
+      const forge = onHistory((b) => {
+        b.items = forged.items;
+        b.proof = { ...(forged.proof as NonNullable<Body['proof']>), event: { ...event } };
+      });
+
+      // Without verify this is the server's word (docs/openai-agents.md, "Verified reads").
+      expect(await world.session(id, { forge }).getItems()).toEqual([user('forged')]);
+      const s = world.session(id, { forge, client: verifying() });
+      await expect(s.getItems()).rejects.toBeInstanceOf(ClientVerificationError);
+    });
+
+    it('with a verifying client, refuses a stale state-setting event (an older delta, at the head seq or at its own)', async () => {
+      const id = await written();
+      const stale = await proven(id);
+      const s0 = world.session(id, { client: verifying() });
+      await s0.addItems([user('kept three')]);
+      const head = (await proven(id)).seq;
+
+      const atHead = world.session(id, {
+        client: verifying(),
+        forge: onHistory((b) => {
+          b.items = stale.items;
+          b.proof = stale.proof;
+        }),
+      });
+      await expect(atHead.getItems()).rejects.toBeInstanceOf(ClientVerificationError);
+      expect(head).toBeGreaterThan(stale.seq);
+
+      // The whole older answer, to a client that trusts the newer head (its receipt).
+      const trustStore = new MemoryTrustStore();
+      const writer = world.session(id, { client: { verify: true, trustStore } });
+      await writer.addItems([user('kept four')]);
+      const older = world.session(id, {
+        client: { verify: true, trustStore },
+        forge: onHistory((b) => {
+          Object.assign(b, structuredClone(stale));
+        }),
+      });
+      await expect(older.getItems()).rejects.toBeInstanceOf(ClientVerificationError);
+      expect(await world.session(id, { client: verifying() }).getItems(1)).toEqual([
+        user('kept four'),
       ]);
     });
 

@@ -96,9 +96,11 @@ export class HefestoSession implements SessionHistoryTransactionAwareSession {
 
   /**
    * The last `limit` items (all without one), oldest first: one request (none for 0), whose
-   * items are checked here against the chain's record of the state (the event that set it and
-   * the items' Merkle path; with a verifying client, that event also proven in the signed tree
-   * head). Items that do not check out are refused: a `ClientVerificationError`, none returned.
+   * items are checked against the event the answer says set the state (its hash, and the
+   * items' Merkle path to the digest it records). Only a verifying client (`verify: true`)
+   * checks that event against the chain: the head's state-setting event, the head proven in
+   * the signed tree head; without it, the event is the server's word. Items that do not
+   * check out are refused: a `ClientVerificationError`, none returned.
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];

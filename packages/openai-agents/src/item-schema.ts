@@ -116,14 +116,27 @@ export class SessionItems {
       if (page.seq > 0) this.#ready = true;
       return page.items;
     }
-    const items = await this.#migrate();
-    return limit === undefined ? items : items.slice(-limit);
+    // The migration reads and writes the state unproven (getState): the items answered are
+    // those of a proven read after it, at this session's version.
+    let version = stored;
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      await this.#migrate();
+      const after = await this.client.getHistory(this.sessionId, { limit, proof: true });
+      version = after.schema ?? 1;
+      if (version > this.version) throw new SchemaTooNewError(version, this.version);
+      if (version === this.version) return after.items;
+    }
+    throw new HefestoApiError(
+      'ErrSchemaTooOld',
+      0,
+      `the history is at schema version ${version} again after ${MAX_ATTEMPTS} migrations to ${this.version}`,
+    );
   }
 
   /** Before a change: the history is at this session's version (one read, once per session). */
   async beforeWrite(): Promise<void> {
     if (this.#ready) return;
-    await this.read(await this.client.getHistory(this.sessionId, { limit: 1 }));
+    await this.read(await this.client.getHistory(this.sessionId, { limit: 1 }), 1);
   }
 
   /** After a change landed: the history is at this session's version. */
@@ -137,15 +150,15 @@ export class SessionItems {
    * answer true to send the change again.
    */
   async recover(err: unknown): Promise<boolean> {
-    if (!(err instanceof HefestoApiError) || err.code !== 'ErrInvalidInput') return false;
-    if (this.version === 1 || !String(err.message).includes('schema version')) return false;
+    if (!(err instanceof HefestoApiError) || err.code !== 'ErrSchemaTooOld') return false;
+    if (this.version === 1) return false;
     this.#ready = false;
     await this.beforeWrite();
     return true;
   }
 
-  /** Steps 1-3 of the module comment: the history's items at this version, all of them. */
-  async #migrate(): Promise<Json[]> {
+  /** Steps 1-3 of the module comment: the history at this version (its items not proven). */
+  async #migrate(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const at = await this.client.getState(this.sessionId);
       const stored = isVersion(at.state.schema) ? at.state.schema : 1;
@@ -153,7 +166,7 @@ export class SessionItems {
       const items = Array.isArray(at.state.items) ? at.state.items : [];
       if (stored === this.version) {
         this.#ready = true;
-        return items;
+        return;
       }
       const upcast = items.map((item) => this.#upcast(item, stored));
       const ops = await this.#ops(items, upcast);
@@ -175,7 +188,7 @@ export class SessionItems {
         throw err;
       }
       this.#ready = true;
-      return upcast;
+      return;
     }
   }
 

@@ -71,7 +71,7 @@ const HistoryChangeBody = z
       description:
         'The schema version of the change’s items (docs/schema-evolution.md, "Sessions"); ' +
         'absent: 1. A history at a newer version refuses it (409 ErrSchemaTooNew); one at an ' +
-        'older version must be migrated first (400); a new history records it.',
+        'older version must be migrated first (409 ErrSchemaTooOld); a new history records it.',
     }),
   })
   .openapi('HistoryChangeBody', {
@@ -226,6 +226,7 @@ export const historyRoutes = ({ ledger, keys, limits }: HistoryRoutesDeps) => {
         'ErrDraining',
         'ErrStreamRecreated',
         'ErrSchemaTooNew',
+        'ErrSchemaTooOld',
       ),
     },
   });
