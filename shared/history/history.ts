@@ -16,7 +16,7 @@ import type { JsonObject } from '../domain/state.js';
 import type { StateProof } from '../domain/state-v2/proof.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { Checkpointer } from '../state/checkpoint.js';
-import { cutAtClear } from '../state/clear-cut.js';
+import { clearUncut, cutAtClear } from '../state/clear-cut.js';
 import type { MemoryAccount } from '../state/memory-pool.js';
 import type { StateStore } from '../state/state.js';
 import { readStateValue } from '../state/state-read.js';
@@ -195,7 +195,12 @@ export class HistoryService {
     // A clear answers once the chain is cut at it (clear-cut.ts): nothing before it is served
     // from here on. A retried clear completes the cut a crash left undone.
     if (req.change.type === 'clear') {
-      await cutAtClear(this.deps, { tenant: req.tenant, stream: req.stream });
+      const at = { tenant: req.tenant, stream: req.stream };
+      // Not cut (a conflict, no index record ending at the clear): the clear must not answer
+      // as done while what came before it is still served; its retry cuts again.
+      if (!(await cutAtClear(this.deps, at)) && (await clearUncut(this.deps.records, at))) {
+        throw new UnavailableError(`session ${req.stream}: clear committed, not cut yet`);
+      }
     }
     return outcome;
   }
