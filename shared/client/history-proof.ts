@@ -1,7 +1,7 @@
 import { verifyEvents } from '../domain/verify.js';
 import { ClientVerificationError } from './errors.js';
 import type { HistoryPage } from './history-types.js';
-import { provenValue } from './state-proofs.js';
+import { provenValue, stateMatches } from './state-proofs.js';
 import type { Json, LedgerEvent, StateValue } from './types.js';
 
 /**
@@ -11,7 +11,8 @@ import type { Json, LedgerEvent, StateValue } from './types.js';
  * head proven in the signed tree head, client.ts #headState):
  *
  *   1. the event: its hash recomputed from its fields, at or below the head `seq`;
- *   2. the Merkle path of `/items` checked against the state digest that event records;
+ *   2. the Merkle path of `/items` checked against the state digest that event records (a
+ *      stream on digest v1: the whole state sent, its v1 digest the one that event records);
  *   3. the items answered: the last `limit` of that proven value, whatever else was sent;
  *   4. their schema version the one that event yields (a delta's `schema`, a migration's
  *      `to`; absent: 1), so a forged `schema` cannot make a session upcast current items.
@@ -43,8 +44,10 @@ export const provenHistory = (
   }
   const checked = verifyEvents([event] as never, { seq: event.seq - 1, hash: event.prevHash });
   if (!checked.ok) throw new ClientVerificationError(checked.firstBadSeq, checked.reason);
-  const answer = { proof: proof.state } as unknown as StateValue;
-  const value = provenValue(answer, event, '/items');
+  const value =
+    'whole' in proof
+      ? wholeItemsV1(proof.whole, event)
+      : provenValue({ proof: proof.state } as unknown as StateValue, event, '/items');
   if (!Array.isArray(value)) {
     throw new ClientVerificationError(event.seq, 'the proven history is not a list of items');
   }
@@ -57,6 +60,15 @@ export const provenHistory = (
     );
   }
   return { items, event, ...(schema > 1 ? { schema } : {}) };
+};
+
+/** A v1 stream's items: the whole state sent must have the v1 digest the event records. */
+const wholeItemsV1 = (whole: { [key: string]: Json }, event: LedgerEvent): Json | undefined => {
+  const recorded = (event.payload as { stateDigest?: unknown } | null)?.stateDigest;
+  if (typeof recorded !== 'string' || !stateMatches(whole, recorded, 1)) {
+    throw new ClientVerificationError(event.seq, 'the state sent is not the one the event records');
+  }
+  return whole.items;
 };
 
 /** The schema version of the state an event yields: a migration's `to`, else its `schema`. */

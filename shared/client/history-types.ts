@@ -53,7 +53,11 @@ export interface HistoryPage {
    * With `proof`: the event that set the state read (its hash recomputable) and the Merkle
    * path of `/items` in that state (docs/openai-agents.md, "Verified reads").
    */
-  proof?: { event: LedgerEvent; state: NonNullable<StateValue['proof']> };
+  proof?: { event: LedgerEvent } & (
+    | { state: NonNullable<StateValue['proof']> }
+    /** A stream on state digest v1 (no proof by path): the whole state the event digests. */
+    | { whole: { [key: string]: Json } }
+  );
   /** The schema version of the items, when above 1 (docs/schema-evolution.md, "Sessions"). */
   schema?: number;
 }

@@ -1,6 +1,7 @@
 import type { SegmentIndexRecord } from '../chain/layout.js';
 import {
   garbageKey,
+  headKey,
   mergedSegmentKey,
   orphanKey,
   segmentIndexKey,
@@ -40,6 +41,8 @@ import {
  *      the same run again (same key, same bytes) or, if the run grew, the orphan sweep deletes
  *      it after the grace period.
  *   4. Publish in ONE transaction: the lease is still ours; no orphan record names the key;
+ *      the head's clearedSeq is the one the visit read (a session clear committed since then
+ *      is not cut yet: its segment must still end at it, clear-cut.ts), else replan next visit;
  *      the index record of the run's last segment (sk seg#{lastSeq}, still naming its old
  *      object) now names the merged object with the run's firstSeq and prevHash; the records
  *      of the other inputs (each still naming its object) are deleted; a garbage record lists
@@ -93,8 +96,8 @@ export const planRuns = (
   return runs;
 };
 
-/** Inputs of one publish: its transaction holds inputs + 5 operations. */
-export const maxMergeInputs = (limit: number): number => Math.min(limit, MAX_TRANSACT_OPS - 5);
+/** Inputs of one publish: its transaction holds inputs + 6 operations. */
+export const maxMergeInputs = (limit: number): number => Math.min(limit, MAX_TRANSACT_OPS - 6);
 
 /** Merges and publishes one run; false when it had to be left for a later visit. */
 export const mergeRun = async (
@@ -155,9 +158,20 @@ export const mergeRun = async (
   deps.crash?.('merge-written');
 
   const now = clock.now();
+  const cleared = visit.head.clearedSeq;
   const ops: TransactOp[] = [
     visit.fence,
     { kind: 'check', key: orphan, conditions: [{ op: 'notExists' }] },
+    // No clear committed since the visit read the head: its segment must end at it until cut.
+    {
+      kind: 'check',
+      key: headKey(tenant, stream),
+      conditions: [
+        cleared === undefined
+          ? { op: 'attrNotExists', attr: 'clearedSeq' }
+          : { op: 'eq', attr: 'clearedSeq', value: cleared },
+      ],
+    },
     {
       kind: 'update',
       key: segmentIndexKey(tenant, stream, last.lastSeq),

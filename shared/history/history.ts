@@ -13,10 +13,11 @@ import {
 import type { LedgerEvent } from '../domain/event.js';
 import type { SignedTreeHead } from '../domain/signed-head.js';
 import type { JsonObject } from '../domain/state.js';
+import { digestVersionOf } from '../domain/state-digest.js';
 import type { StateProof } from '../domain/state-v2/proof.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { Checkpointer } from '../state/checkpoint.js';
-import { cutAtClear } from '../state/clear-cut.js';
+import { clearUncut, cutAtClear } from '../state/clear-cut.js';
 import type { MemoryAccount } from '../state/memory-pool.js';
 import type { StateStore } from '../state/state.js';
 import { readStateValue } from '../state/state-read.js';
@@ -32,12 +33,19 @@ import {
 } from './history-model.js';
 
 /** What lets a client check a history read (read with `proof`). */
-export interface HistoryProof {
+export type HistoryProof = {
   /** The event that set the state the items are read from (at the head's stateSeq). */
   event: LedgerEvent;
-  /** The Merkle path of `/items` in that state (its value: the whole history). */
-  state: StateProof;
-}
+} & (
+  | {
+      /** The Merkle path of `/items` in that state (its value: the whole history). */
+      state: StateProof;
+    }
+  | {
+      /** A stream on state digest v1 (no proof by path): the whole state that event digests. */
+      whole: JsonObject;
+    }
+);
 
 export interface HistoryDeps {
   appender: Appender;
@@ -168,6 +176,7 @@ export class HistoryService {
     }
     if (!head.exists || head.stateSeq === 0) return { items: [], seq: head.seq };
     const at = head.stateSeq;
+    if (digestVersionOf(head) !== 2) return this.#wholeV1(tenant, stream, head, options);
     let value: Awaited<ReturnType<typeof readStateValue>>;
     try {
       value = await readStateValue(
@@ -190,12 +199,36 @@ export class HistoryService {
     return { ...versioned, proof: { event, state: value.proof } };
   }
 
+  /** A v1 stream's proven read: its digest covers the whole state, so the whole state goes. */
+  async #wholeV1(
+    tenant: string,
+    stream: string,
+    head: ChainHead,
+    options: { limit?: number; memory?: MemoryAccount },
+  ): Promise<{ items: JsonValue[]; seq: number; schema?: number; proof?: HistoryProof }> {
+    const { states } = this.deps;
+    const at = head.stateSeq;
+    const { state: whole } = await states.hydrate(tenant, stream, at, { memory: options.memory });
+    const [event] = await states.reader.readSpan(tenant, stream, at, at);
+    const all = Array.isArray(whole.items) ? whole.items : [];
+    const { limit } = options;
+    const items = limit === undefined ? all : limit <= 0 ? [] : all.slice(-limit);
+    const schema = await this.#schemaAt(tenant, stream, at, options.memory);
+    const versioned = { items, seq: head.seq, ...(schema > 1 ? { schema } : {}) };
+    return event ? { ...versioned, proof: { event, whole } } : versioned;
+  }
+
   async change(req: HistoryChangeRequest): Promise<HistoryOutcome> {
     const outcome = await this.#change(req);
     // A clear answers once the chain is cut at it (clear-cut.ts): nothing before it is served
     // from here on. A retried clear completes the cut a crash left undone.
     if (req.change.type === 'clear') {
-      await cutAtClear(this.deps, { tenant: req.tenant, stream: req.stream });
+      const at = { tenant: req.tenant, stream: req.stream };
+      // Not cut (a conflict, no index record ending at the clear): the clear must not answer
+      // as done while what came before it is still served; its retry cuts again.
+      if (!(await cutAtClear(this.deps, at)) && (await clearUncut(this.deps.records, at))) {
+        throw new UnavailableError(`session ${req.stream}: clear committed, not cut yet`);
+      }
     }
     return outcome;
   }

@@ -35,6 +35,8 @@ export const cutAtClear = async (
 ): Promise<boolean> => {
   const { records, states } = deps;
   const { tenant, stream } = at;
+  // A merge never crosses an uncut clear (compact-merge.ts step 4 checks clearedSeq), so the
+  // index record ending at C is there until the cut.
   const item = await records.get(headKey(tenant, stream));
   const head = item && toHead(item);
   const seq = head?.clearedSeq;
@@ -75,4 +77,15 @@ export const cutAtClear = async (
   }
   await states.chunks.releaseHeldBefore(tenant, stream, seq);
   return true;
+};
+
+/** True when the stream's head holds a clear the chain is not cut at yet (and is not deleted). */
+export const clearUncut = async (
+  records: RecordStore,
+  at: { tenant: string; stream: string },
+): Promise<boolean> => {
+  const item = await records.get(headKey(at.tenant, at.stream));
+  const head = item && toHead(item);
+  const seq = head?.clearedSeq;
+  return !!head && seq !== undefined && head.status === undefined && (head.prunedSeq ?? 0) < seq;
 };

@@ -1,10 +1,14 @@
 import type { AgentInputItem } from '@openai/agents-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoApiError } from '../../packages/client/src/index.js';
-import { streamObjectPrefix, streamPk } from '../../shared/chain/storage-keys.js';
+import { toHead } from '../../shared/chain/layout.js';
+import { headKey, streamObjectPrefix, streamPk } from '../../shared/chain/storage-keys.js';
 import { auditStream } from '../../shared/client/audit.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
 import { ChunkCollector } from '../../shared/compaction/chunk-gc.js';
+import { acquireLease, releaseLease } from '../../shared/compaction/compact-lease.js';
+import { mergeStream } from '../../shared/compaction/compact-merge.js';
+import { emptyStats } from '../../shared/compaction/compact-types.js';
 import { cutAtClear } from '../../shared/state/clear-cut.js';
 import type { StorePair } from '../support/stores.js';
 import { allStores } from '../support/stores.js';
@@ -296,6 +300,50 @@ for (const factory of allStores) {
         expect(await refusal(client.getState(id, { at: 1 }))).toBe('ErrPruned');
         expect((await client.verify(id)).ok).toBe(true);
       }
+    });
+
+    it('a merge visit that read the head before a clear never merges across it: the clear is cut', async () => {
+      const secret = `merge-${fresh()}`;
+      const id = fresh();
+      const s = world.session(id, { retry: { maxAttempts: 1, baseDelayMs: 1 } });
+      await s.addItems([user(`${secret} a`)]);
+      await s.addItems([user(`${secret} b`)]);
+      const { records, objects } = world.stores;
+      const clock = { now: () => Date.now() };
+      // The visit starts: lease taken, head read (no clear yet).
+      const lease = await acquireLease(records, clock, {
+        tenant: TENANT,
+        stream: id,
+        owner: 'merge-visit',
+        leaseMs: 60_000,
+      });
+      const item = await records.get(headKey(TENANT, id));
+      if (!lease || !item) throw new Error('no lease or head');
+      const visit = {
+        tenant: TENANT,
+        stream: id,
+        head: toHead(item),
+        fence: lease.fence,
+        deadline: Number.POSITIVE_INFINITY,
+        renew: async () => true,
+        gcDueAt: clock.now(),
+        stats: emptyStats(),
+      };
+      // The clear commits at C (its request dies before its cut), the session appends C+1.
+      world.crashAfter('committed');
+      await expect(s.clearSession()).rejects.toThrow();
+      await s.addItems([user('after the clear')]);
+      // The visit merges what it planned from the index as it is now.
+      const deps = { objects, records, clock, states: world.ledger.states };
+      const limits = { targetBytes: 1 << 20, graceMs: 1000, leaseMs: 60_000, maxInputs: 8 };
+      await mergeStream(deps, limits, visit);
+      await releaseLease(records, { tenant: TENANT, stream: id, owner: 'merge-visit' });
+      // The compactor's visit the clear's commit scheduled cuts: nothing before it is served.
+      await world.compact();
+      const client = world.client();
+      expect(await refusal(client.getState(id, { at: 1 }))).toBe('ErrPruned');
+      expect(JSON.stringify(await client.getState(id))).not.toContain(secret);
+      expect((await client.verify(id)).ok).toBe(true);
     });
 
     it('two workers racing a clear and an add: the add lands in one life, whole, never mixed', async () => {

@@ -56,7 +56,10 @@ export interface SessionWorld {
   close(): Promise<void>;
 }
 
-export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> => {
+export const startWorld = async (
+  factory: StoreFactory,
+  settings: { newStreamDigestVersion?: 1 | 2 } = {},
+): Promise<SessionWorld> => {
   let now = Date.now();
   const clock: Clock = { now: () => now };
   const stores: StorePair = await factory.make(clock);
@@ -72,7 +75,7 @@ export const startWorld = async (factory: StoreFactory): Promise<SessionWorld> =
   const serve = () => {
     const ledger = new Ledger(
       { objects: stores.objects, records: stores.records, clock },
-      { crash, signing },
+      { crash, signing, ...settings },
     );
     return { ledger, app: createApp({ ledger, keys, logger: pino({ level: 'silent' }), clock }) };
   };

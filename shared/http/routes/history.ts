@@ -117,9 +117,17 @@ const HistoryProofSchema = z
     event: LedgerEventSchema.openapi({
       description: 'The event that set the state the items are read from (the head’s stateSeq)',
     }),
-    state: StateProofSchema.openapi({
+    state: StateProofSchema.optional().openapi({
       description: 'The Merkle path of `/items` in that state; its value is the whole history',
     }),
+    whole: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({
+        description:
+          'Instead of `state`, on a stream whose state digest is v1 (no proof by path): the ' +
+          'whole state, whose v1 digest is the one the event records',
+      }),
   })
   .openapi('HistoryProof');
 
