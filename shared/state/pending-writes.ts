@@ -37,10 +37,12 @@ export type { PendingWriteInput, PendingWriteRef } from '../commit/writes-ops.js
  * stored under the old key and retried under the new one is the same write: `list` keeps one
  * (the old for idx >= 0, insert-once; the new for negative idx, last wins).
  *
- * A call's writes are one transaction (more only past 98 writes or 3 MiB of values), each
- * write a conditional put in it: `notExists` for idx >= 0 (insert-once: a retry of the same
- * writes, or a stale worker's, changes nothing; a write stored before fails its condition and
- * the transaction is made again without it), unconditional for the negative indexes of special
+ * A call's writes are one transaction (more only past 98 writes or 3 MiB of items, counted in
+ * UTF-8 bytes as DynamoDB counts them), each write a conditional put in it: `notExists` for
+ * idx >= 0 (insert-once: a retry of the same writes, or a stale worker's, changes nothing; a
+ * write stored before fails its condition, the call's writes are read, and the transaction is
+ * made again without every one stored: a retry is two transactions, more only if another
+ * writer adds some of them meanwhile), unconditional for the negative indexes of special
  * channels (errors, interrupts: last wins). So a retried call is exactly-once without an
  * idempotency key. Deleted with the stream.
  *
@@ -68,19 +70,48 @@ export const MAX_TASK_BYTES = 200;
 
 /** Puts per transaction: a transaction also holds the lease guard and the label's check. */
 const PUTS_PER_TRANSACTION = MAX_TRANSACT_OPS - 2;
-/** Bytes of values per transaction, under DynamoDB's 4 MB for one transaction's items. */
+/**
+ * Bytes of items per transaction, under DynamoDB's 4 MB for one transaction's items (the lease
+ * guard and the label's check are a few hundred bytes more).
+ */
 const BYTES_PER_TRANSACTION = 3 * 1024 * 1024;
 
 /**
- * A call's writes in as few transactions as the store's limits allow: one for the writes
- * LangGraph sends (a few per task), more only past 98 writes or 3 MiB of values.
+ * An item's size as DynamoDB counts it: each attribute's name and value in UTF-8 bytes (a
+ * number at most 21 bytes). A value's text is its UTF-8 bytes, not its UTF-16 length: CJK
+ * text is three bytes a character.
  */
-const transactionsOf = (writes: readonly PendingWriteInput[]): PendingWriteInput[][] => {
-  const parts: PendingWriteInput[][] = [];
-  let part: PendingWriteInput[] = [];
+const itemBytes = (item: Item): number => {
   let bytes = 0;
-  for (const w of writes) {
-    const size = w.value === undefined ? 0 : JSON.stringify(w.value).length;
+  for (const [name, value] of Object.entries(item)) {
+    if (value === undefined) continue;
+    bytes += Buffer.byteLength(name, 'utf8');
+    bytes +=
+      typeof value === 'string'
+        ? Buffer.byteLength(value, 'utf8')
+        : typeof value === 'number'
+          ? 21
+          : Buffer.byteLength(JSON.stringify(value), 'utf8');
+  }
+  return bytes;
+};
+
+/** A write and its record. */
+interface PutOf {
+  write: PendingWriteInput;
+  item: Item;
+}
+
+/**
+ * A call's puts in as few transactions as the store's limits allow: one for the writes
+ * LangGraph sends (a few per task), more only past 98 writes or 3 MiB of items.
+ */
+const transactionsOf = (puts: readonly PutOf[]): PutOf[][] => {
+  const parts: PutOf[][] = [];
+  let part: PutOf[] = [];
+  let bytes = 0;
+  for (const put of puts) {
+    const size = itemBytes(put.item);
     if (
       part.length === PUTS_PER_TRANSACTION ||
       (part.length > 0 && bytes + size > BYTES_PER_TRANSACTION)
@@ -89,12 +120,13 @@ const transactionsOf = (writes: readonly PendingWriteInput[]): PendingWriteInput
       part = [];
       bytes = 0;
     }
-    part.push(w);
+    part.push(put);
     bytes += size;
   }
   if (part.length > 0) parts.push(part);
   return parts;
 };
+
 export const MAX_WRITES_PER_CALL = 100;
 const IDX_OFFSET = 2 ** 31;
 
@@ -269,9 +301,13 @@ export class PendingWrites {
     let written = 0;
     const late: PendingWriteInput[] = frozen ? [...task.writes] : [];
     if (!frozen) {
-      for (const part of transactionsOf(task.writes)) {
-        const outcome = await this.#putTogether(tenant, stream, label, task, part, fence);
-        if (outcome === 'frozen') late.push(...part);
+      const puts = task.writes.map((w) => ({
+        write: w,
+        item: writeItem(tenant, stream, label, task, w),
+      }));
+      for (const part of transactionsOf(puts)) {
+        const outcome = await this.#putTogether(tenant, stream, label, part, fence);
+        if (outcome === 'frozen') late.push(...part.map((p) => p.write));
         else written += outcome;
       }
     }
@@ -291,15 +327,16 @@ export class PendingWrites {
   /**
    * The direct path: one transaction of the writes' puts, the lease guard and the label
    * record not frozen. Answers how many it wrote (a write with idx >= 0 stored before is
-   * insert-once: its condition fails, and the transaction is made again without it), or
-   * 'frozen': a commit left the checkpoint meanwhile, the writes go through the ledger.
+   * insert-once: its condition fails, the part's insert-once writes are read, and the
+   * transaction is made again without every one stored: a retry after a lost reply costs two
+   * transactions, not one a write), or 'frozen': a commit left the checkpoint meanwhile, the
+   * writes go through the ledger.
    */
   async #putTogether(
     tenant: string,
     stream: string,
     label: string,
-    task: { taskId: string; taskPath: string },
-    writes: PendingWriteInput[],
+    writes: readonly PutOf[],
     fence?: number,
   ): Promise<number | 'frozen'> {
     const now = this.deps.clock.now();
@@ -314,10 +351,10 @@ export class PendingWrites {
       key: labelKey(tenant, stream, label),
       conditions: [{ op: 'exists' }, { op: 'attrNotExists', attr: 'writesFrozen' }],
     };
-    let puts: TransactOp[] = writes.map((w) => ({
+    let puts: Array<TransactOp & { kind: 'put' }> = writes.map(({ write, item }) => ({
       kind: 'put',
-      item: writeItem(tenant, stream, label, task, w),
-      conditions: w.idx < 0 ? [] : [{ op: 'notExists' as const }],
+      item,
+      conditions: write.idx < 0 ? [] : [{ op: 'notExists' as const }],
     }));
     while (puts.length > 0) {
       try {
@@ -334,8 +371,16 @@ export class PendingWrites {
           }
           return 'frozen';
         }
-        // written before (insert-once): the others go again without it
-        puts = puts.filter((_, i) => i !== err.index);
+        // Written before (insert-once): so may the others be (a retried call), all read at
+        // once; the transaction goes again without the ones stored (and the refused one).
+        const refused = err.index;
+        const isStored = async (p: (typeof puts)[number], i: number) => {
+          if (i === refused) return true;
+          if (p.conditions?.length === 0) return false; // last wins: always put
+          return (await this.deps.records.get({ pk: p.item.pk, sk: p.item.sk })) !== undefined;
+        };
+        const stored = await Promise.all(puts.map(isStored));
+        puts = puts.filter((_, i) => !stored[i]);
       }
     }
     return 0;
