@@ -122,6 +122,31 @@ export interface EventsPage {
   next: number | null;
 }
 
+/**
+ * A page of a stream's events from `query.from` (default 1), or from just past the pruning
+ * point when retention or a session's clear removed the events before it (ErrPruned carries
+ * `prunedSeq`). `prunedSeq` says where the kept events start (0: nothing was pruned).
+ */
+export const eventsFrom = async (
+  api: Api,
+  id: string,
+  query: { from?: number; limit?: number; type?: string } = {},
+): Promise<EventsPage & { prunedSeq: number }> => {
+  const from = query.from ?? 1;
+  try {
+    return {
+      ...(await api.get<EventsPage>(stream(id, '/events'), { ...query, from })),
+      prunedSeq: 0,
+    };
+  } catch (err) {
+    const pruned =
+      err instanceof ApiError && err.code === 'ErrPruned' ? err.problem.prunedSeq : undefined;
+    if (typeof pruned !== 'number' || !Number.isInteger(pruned) || pruned < from) throw err;
+    const page = await api.get<EventsPage>(stream(id, '/events'), { ...query, from: pruned + 1 });
+    return { ...page, prunedSeq: pruned };
+  }
+};
+
 export interface StreamRow {
   streamId: string;
   seq: number;

@@ -110,6 +110,8 @@ export const checkpointIdOf = (label: string): string =>
 
 const unescapeToken = (t: string) => t.replace(/~1/g, '/').replace(/~0/g, '~');
 
+const UNSAFE_TOKENS = new Set(['__proto__', 'constructor', 'prototype']);
+
 /** Applies a delta's ops to `state` in place (set: add or replace; delete; `-` appends). */
 export const applyOps = (state: Record<string, unknown>, ops: unknown[]): void => {
   for (const raw of ops) {
@@ -117,8 +119,16 @@ export const applyOps = (state: Record<string, unknown>, ops: unknown[]): void =
     if (typeof op.path !== 'string' || !op.path.startsWith('/')) continue;
     const tokens = op.path.slice(1).split('/').map(unescapeToken);
     const last = tokens.pop() as string;
+    // A hostile delta must not reach Object.prototype: only own properties are followed and
+    // the names that lead to a prototype are refused.
+    if ([...tokens, last].some((t) => UNSAFE_TOKENS.has(t))) continue;
     let parent: unknown = state;
-    for (const t of tokens) parent = (parent as Record<string, unknown> | null)?.[t];
+    for (const t of tokens) {
+      parent =
+        parent !== null && typeof parent === 'object' && Object.hasOwn(parent, t)
+          ? (parent as Record<string, unknown>)[t]
+          : undefined;
+    }
     if (parent === null || typeof parent !== 'object') continue;
     const value = op.ref !== undefined ? { r: op.ref } : structuredClone(op.value);
     if (Array.isArray(parent)) {

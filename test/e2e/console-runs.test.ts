@@ -338,4 +338,30 @@ describe('console runs in Chromium', () => {
     await shot(page, 'run-narrow');
     expect(page.problems).toEqual([]);
   });
+
+  it('lists and opens a session whose clear pruned its first events', async () => {
+    const session = new HefestoSession({
+      sessionId: 'cleared-chat',
+      baseUrl: w.base,
+      apiKey: w.key,
+    });
+    await session.addItems([{ role: 'user', content: 'forget this' }] as never);
+    await session.clearSession();
+    await session.addItems([{ role: 'user', content: 'after the clear' }] as never);
+    const gone = await w.request('/v1/streams/cleared-chat/events?from=1&limit=1', { key: w.key });
+    expect(gone.status).toBe(410); // the first events are gone: reads from seq 1 fail
+    const page = await signIn('#/runs');
+    await page.waitForSelector('tr.run[data-run="cleared-chat"]');
+    const row = await page
+      .locator('tr.run[data-run="cleared-chat"]')
+      .evaluate((tr) => [...tr.querySelectorAll('th, td')].slice(0, 2).map((c) => c.textContent));
+    expect(row).toEqual(['cleared-chat', 'OpenAI Agents']);
+    await page.goto(`${w.base}/console#/r/cleared-chat`);
+    await page.waitForSelector('ol.transcript li');
+    const chat = await page
+      .locator('ol.transcript li')
+      .evaluateAll((lis) => lis.map((li) => li.textContent));
+    expect(chat).toEqual(['userafter the clear']);
+    expect(page.problems).toEqual([]);
+  });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   agentsItem,
+  applyOps,
   checkpointIdOf,
   decodeValue,
   langchainMessage,
@@ -161,5 +162,30 @@ describe('console runs', () => {
         { role: 'assistant', content: 'a' },
       ]),
     ).toBe('done');
+  });
+
+  it('applies a hostile delta without reaching Object.prototype', () => {
+    const state: Record<string, unknown> = { a: { b: 1 }, list: [1] };
+    try {
+      applyOps(state, [
+        { op: 'set', path: '/constructor/prototype/polluted', value: 'yes' },
+        { op: 'set', path: '/__proto__/polluted', value: 'yes' },
+        { op: 'set', path: '/a/__proto__/polluted', value: 'yes' },
+        { op: 'set', path: '/a/constructor/prototype/polluted', value: 'yes' },
+        { op: 'set', path: '/list/constructor/prototype/polluted', value: 'yes' },
+        { op: 'set', path: '/toString/x', value: 'yes' },
+        { op: 'set', path: '/a/c', value: 2 },
+        { op: 'set', path: '/list/-', value: 2 },
+      ]);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      expect(([] as unknown as Record<string, unknown>).polluted).toBeUndefined();
+      expect(Object.hasOwn(state, '__proto__')).toBe(false);
+      expect(Object.getPrototypeOf(state)).toBe(Object.prototype);
+      // The ordinary ops around the hostile ones still apply.
+      expect(state).toEqual({ a: { b: 1, c: 2 }, list: [1, 2] });
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+      delete (Array.prototype as unknown as Record<string, unknown>).polluted;
+    }
   });
 });

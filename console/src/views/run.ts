@@ -1,6 +1,5 @@
 import { copyThreadVia } from '../../../shared/client/copy-thread.js';
-import { type Api, type EventsPage, type LedgerEvent, stream } from '../api.js';
-import { showBidiControls } from '../bidi.js';
+import { type Api, eventsFrom, type LedgerEvent, stream } from '../api.js';
 import { diffStates } from '../diff.js';
 import { field, fill, h, summary, time, uid } from '../dom.js';
 import { eventSummary } from '../event-summary.js';
@@ -54,13 +53,10 @@ const readAll = async <T>(
   }
 };
 
-const eventsOf = (api: Api, id: string, type?: string): Promise<LedgerEvent[]> =>
+/** The stream's events from `start` (default: its first kept one, past any pruning point). */
+const eventsOf = (api: Api, id: string, type?: string, start = 1): Promise<LedgerEvent[]> =>
   readAll(async (from) => {
-    const page = await api.get<EventsPage>(stream(id, '/events'), {
-      from: from ?? 1,
-      limit: 500,
-      type,
-    });
+    const page = await eventsFrom(api, id, { from: from ?? start, limit: 500, type });
     return { items: page.events, next: page.next };
   }, MAX_EVENTS);
 
@@ -165,7 +161,11 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
   const [tuples, events] = await Promise.all([tuplesOf(api, streamId), eventsOf(api, streamId)]);
   const steps = stepsOf(tuples);
   const head = steps.reduce<Step | undefined>((a, s) => (!a || s.seq > a.seq ? s : a), undefined);
-  const resumes = events.filter(
+  // Read from the head checkpoint on (as resumeAsked does): the first MAX_EVENTS may end
+  // long before it.
+  const resumes = (
+    head === undefined ? [] : await eventsOf(api, streamId, RESUME_EVENT, head.seq + 1)
+  ).filter(
     (e) =>
       e.type === RESUME_EVENT &&
       head !== undefined &&
@@ -611,11 +611,7 @@ export const runView = (api: Api, streamId: string): HTMLElement => {
       ' · ',
       h('a', { href: `#/s/${encodeURIComponent(streamId)}` }, 'Stream view'),
     ),
-    h(
-      'h2',
-      { id: 'run-title' },
-      showBidiControls(thread ? `Thread ${thread.threadId}` : `Session ${streamId}`),
-    ),
+    h('h2', { id: 'run-title' }, thread ? `Thread ${thread.threadId}` : `Session ${streamId}`),
     body,
   );
 };

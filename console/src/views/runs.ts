@@ -1,4 +1,5 @@
-import { type Api, type EventsPage, type StreamRow, stream } from '../api.js';
+import { mapLimit } from '../../../shared/domain/map-limit.js';
+import { type Api, ApiError, eventsFrom, type StreamRow, stream } from '../api.js';
 import { h, time } from '../dom.js';
 import {
   checkpointIdOf,
@@ -22,6 +23,8 @@ import { describeError } from './context.js';
  */
 
 const PAGE = 100;
+/** Streams read at once while a page's rows are made (each costs a read or two). */
+const ROW_READS = 8;
 
 export interface RunRow {
   kind: 'langgraph' | 'openai-agents';
@@ -37,7 +40,10 @@ const SESSION_START = /^\/(items|life)$/;
 
 /** Whether the stream's first event makes an OpenAI Agents session's state. */
 const isSession = async (api: Api, id: string): Promise<boolean> => {
-  const first = (await api.get<EventsPage>(stream(id, '/events'), { from: 1, limit: 1 })).events[0];
+  const page = await eventsFrom(api, id, { from: 1, limit: 1 });
+  // Retention or a clear removed the first event: a session's state still holds its life.
+  if (page.prunedSeq > 0) return typeof (await lifeOf(api, id)) === 'number';
+  const first = page.events[0];
   if (first?.type !== 'hefesto.delta') return false;
   const ops = ((first.payload as { ops?: unknown[] }).ops ?? []) as Array<{ path?: string }>;
   const made: Record<string, unknown> = {};
@@ -47,9 +53,18 @@ const isSession = async (api: Api, id: string): Promise<boolean> => {
   return isSessionState(made);
 };
 
+const lifeOf = async (api: Api, id: string): Promise<unknown> => {
+  try {
+    return (await api.get<{ value: unknown }>(stream(id, '/state'), { path: '/life' })).value;
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'ErrNotFound') return undefined;
+    throw err;
+  }
+};
+
 /** Whether a resume was recorded for the head checkpoint after it was written. */
 export const resumeAsked = async (api: Api, id: string, headSeq: number, label: string) => {
-  const page = await api.get<EventsPage>(stream(id, '/events'), {
+  const page = await eventsFrom(api, id, {
     from: headSeq + 1,
     type: RESUME_EVENT,
     limit: 100,
@@ -109,12 +124,32 @@ export const runsView = (api: Api): HTMLElement => {
         after,
         limit: PAGE,
       });
-      const rows = await Promise.all(
-        page.streams.map((s) => runRowOf(api, s).catch(() => undefined)),
+      const rows = await mapLimit(page.streams, ROW_READS, (s) =>
+        runRowOf(api, s).catch((err: unknown) => ({ streamId: s.streamId, error: err })),
       );
       for (const r of rows) {
         if (!r) continue;
         shown++;
+        if ('error' in r) {
+          // A stream that could not be read is shown, not dropped: it may be a run.
+          body.append(
+            h(
+              'tr',
+              { class: 'run status-error', 'data-run': r.streamId },
+              h(
+                'th',
+                { scope: 'row' },
+                h('a', { href: `#/r/${encodeURIComponent(r.streamId)}` }, r.streamId),
+              ),
+              h(
+                'td',
+                { colspan: '5', class: 'error' },
+                `Could not read: ${describeError(r.error)}`,
+              ),
+            ),
+          );
+          continue;
+        }
         body.append(
           h(
             'tr',
