@@ -4,8 +4,10 @@ import { pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import { S3WitnessStore } from '../../shared/adapters/aws/s3-witness-store.js';
+import { LocalKeyStore } from '../../shared/adapters/local/local-key-store.js';
 import { type LocalStores, openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { LocalWitnessStore } from '../../shared/adapters/local/local-witness-store.js';
+import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import type { CompactionReport } from '../../shared/compaction/compactor.js';
 import type { Settings } from '../../shared/config/settings.js';
 import { DataDirInUseError, DataDirNotFoundError } from '../../shared/domain/errors.js';
@@ -32,9 +34,14 @@ export const runCompaction = async (
   const clock = systemClock;
   const logger = pino({ level: settings.logLevel });
   const stores = opened ?? (await openCompactionStores(settings));
+  // The stream keys, as the server holds them (embedded.ts): the snapshots a pass writes
+  // hydrate the state from the events, which an encrypted stream seals.
+  let keyStore: LocalKeyStore | undefined;
   try {
+    keyStore = settings.keyStore ? new LocalKeyStore(settings.keyStore) : undefined;
+    const keyring = keyStore ? new StreamKeyring(stores.records, keyStore) : undefined;
     const ledger = new Ledger(
-      { objects: stores.objects, records: stores.records, clock },
+      { objects: stores.objects, records: stores.records, clock, ...(keyring && { keyring }) },
       {
         snapshotEvery: settings.snapshotEvery,
         ...compactionLedgerSettings(settings),
@@ -60,6 +67,7 @@ export const runCompaction = async (
     }
     return report;
   } finally {
+    keyStore?.close();
     stores.close();
   }
 };

@@ -79,6 +79,11 @@ export interface HeadRecord {
   incarnation?: string;
   /** Until then (ms), retries are also looked up in the legacy records (legacyIdempotencyKey). */
   legacyIdemUntil?: number;
+  /**
+   * The stream key (docs/privacy.md): put when the stream is created with a keyring; every
+   * append seals under it, and one without the key is refused. Absent: written in the clear.
+   */
+  keyId?: string;
 }
 
 /**
@@ -160,6 +165,7 @@ export const toHead = (item: Item): HeadRecord => ({
     digestVersion: item.digestVersion === 2 ? (2 as const) : undefined,
     incarnation: typeof item.incarnation === 'string' ? item.incarnation : undefined,
     legacyIdemUntil: optNum(item, 'legacyIdemUntil'),
+    keyId: typeof item.keyId === 'string' ? item.keyId : undefined,
   }),
   seq: num(item, 'seq'),
   hash: str(item, 'hash'),

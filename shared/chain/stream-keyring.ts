@@ -60,11 +60,18 @@ export class StreamKeyring {
     return this.#cached(tenant, stream, false);
   }
 
-  /** The stream's keys, created (once, race-safe) when it has none yet. */
+  /**
+   * A new stream's keys (its first append, head seq 0): the stored record, created (once,
+   * race-safe) when there is none. The record is read even on a cache hit: a deleted and
+   * recreated stream's cached key belongs to its previous life, whose record was deleted with
+   * it; the cached key is used only when the stored record still names it.
+   */
   async forWrite(tenant: string, stream: string): Promise<StreamKeyset> {
-    const found = await this.#cached(tenant, stream, false);
-    if (found) return found;
-    this.#cache.delete(`${tenant}/${stream}`);
+    const stored = await this.records.get(streamKeyKey(tenant, stream));
+    const hit = stored && this.#cache.get(`${tenant}/${stream}`);
+    const cached = hit ? await hit.catch(() => undefined) : undefined;
+    if (cached && cached.keyId === stored?.keyId) return cached;
+    this.forget(tenant, stream);
     return (await this.#cached(tenant, stream, true)) as StreamKeyset;
   }
 

@@ -161,4 +161,6 @@ export type CommitSegment = Pick<
     hashes: string[];
     size: number;
     ttlMs?: number;
+    /** The stream key its events are sealed with (put on a new stream's head). */
+    keyId?: string;
   };

@@ -16,6 +16,7 @@ import {
 import type { StreamKeyset } from '../chain/stream-keyring.js';
 import {
   ConflictError,
+  ContentSealedError,
   DivergenceError,
   DrainingError,
   FencedError,
@@ -259,7 +260,7 @@ export class Appender {
           tenant: req.tenant,
           stream: req.stream,
           head: commitHead,
-          segment: { ...header, ...ours, ...extra },
+          segment: { ...header, ...ours, ...extra, ...(keyset && { keyId: keyset.keyId }) },
           objectKey: key,
           fence: req.fence,
         });
@@ -407,16 +408,29 @@ export class Appender {
    * while its writer may still be finishing.
    */
   /**
-   * The keys this append seals with: a new stream gets its key (created once, race-safe); a
-   * stream with a key keeps using it; a stream written in the clear stays in the clear until
-   * converted. No keyring: none.
+   * The keys this append seals with. A new stream (head seq 0) with a keyring gets its key
+   * (created once, race-safe) and its head records the key's id (`keyId`) at creation. A head
+   * with a keyId is sealed for good: without a keyring the append is refused (ErrUnavailable:
+   * never written in the clear), and a key record that is missing or names another key is
+   * tampering (the compactor deletes it only with the stream). A head without one was written
+   * in the clear and stays so, with no key record read.
    */
   async #keysFor(req: AppendRequest, head: ChainHead): Promise<StreamKeyset | undefined> {
     const { keyring } = this.#o;
-    if (!keyring) return undefined;
-    return head.seq === 0
-      ? keyring.forWrite(req.tenant, req.stream)
-      : keyring.forRead(req.tenant, req.stream);
+    if (head.seq === 0 && head.keyId === undefined) {
+      return keyring?.forWrite(req.tenant, req.stream);
+    }
+    if (head.keyId === undefined) return undefined;
+    if (!keyring) throw new ContentSealedError(`stream ${req.stream}`);
+    const keyset = await keyring.forRead(req.tenant, req.stream);
+    if (keyset?.keyId !== head.keyId) {
+      const found = keyset ? `key ${keyset.keyId}` : 'no key record';
+      throw new TamperedLedgerError(
+        Math.max(1, head.seq),
+        `the head is sealed under key ${head.keyId}, the stream has ${found}`,
+      );
+    }
+    return keyset;
   }
 
   async #rollForward(
@@ -574,6 +588,9 @@ export class Appender {
                 deltas: segment.deltas,
                 stateSeq: segment.stateSeq,
                 updatedAt: now,
+                ...(head.keyId === undefined && segment.keyId !== undefined
+                  ? { keyId: segment.keyId }
+                  : {}),
                 ...depth,
                 ...extras.head,
                 ...tree.set,
@@ -606,6 +623,7 @@ export class Appender {
               createdAt: now,
               updatedAt: now,
               ...(head.digestVersion === undefined ? {} : { digestVersion: head.digestVersion }),
+              ...(segment.keyId === undefined ? {} : { keyId: segment.keyId }),
               ...depth,
               ...extras.head,
               ...tree.set,

@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEmbedded } from '../../functions/wiring/embedded.js';
+import { runCompaction } from '../../functions/wiring/run-compaction.js';
+import { LocalKeyStore } from '../../shared/adapters/local/local-key-store.js';
+import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
+import { snapshotIndexKey } from '../../shared/chain/storage-keys.js';
+import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import { parseSettings } from '../../shared/config/settings.js';
+import { DELTA_EVENT } from '../../shared/domain/state.js';
+import { digestV2, EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/state-v2/index.js';
+import { Ledger } from '../../shared/ledger/ledger.js';
+import { systemClock } from '../../shared/ports/clock.js';
 
 /**
  * The embedded server with HEFESTO_KEY_STORE (docs/privacy.md): an event's marker payload,
@@ -79,6 +88,48 @@ describe('embedded server with a key store', () => {
       expect(await refused.json()).toMatchObject({ code: 'ErrUnavailable' });
     } finally {
       blind.close();
+    }
+  });
+
+  it('hefesto compact opens the key store: it writes the base snapshot of a sealed stream', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hefesto-enc-'));
+    dirs.push(dir);
+    const dataDir = join(dir, 'data');
+    const keyStorePath = join(dir, 'keys', 'kek.sqlite');
+    const stores = openLocalStores(dataDir);
+    const keyStore = new LocalKeyStore(keyStorePath);
+    try {
+      const keyring = new StreamKeyring(stores.records, keyStore);
+      const ledger = new Ledger({ ...stores, clock: systemClock, keyring }, { snapshotEvery: 3 });
+      // Deltas appended without the checkpointer: the base at seq 3 is left to the compactor.
+      let digest = EMPTY_STATE_DIGEST_V2;
+      for (let n = 1; n <= 3; n++) {
+        const stateDigest = digestV2({ n });
+        const ops = [{ op: 'set', path: '/n', value: n }];
+        const events = [{ type: DELTA_EVENT, payload: { ops, baseDigest: digest, stateDigest } }];
+        await ledger.appender.append({ tenant: 'acme', stream: 'run-1', events });
+        digest = stateDigest;
+      }
+    } finally {
+      keyStore.close();
+      stores.records.close();
+      stores.objects.close();
+    }
+    const report = await runCompaction(
+      parseSettings({
+        HEFESTO_DATA_DIR: dataDir,
+        HEFESTO_KEY_STORE: keyStorePath,
+        HEFESTO_SNAPSHOT_EVERY: '3',
+        HEFESTO_LOG_LEVEL: 'silent',
+      }),
+    );
+    expect(report).toMatchObject({ errors: 0, snapshotsWritten: 1 });
+    const reopened = openLocalStores(dataDir);
+    try {
+      expect(await reopened.records.get(snapshotIndexKey('acme', 'run-1', 3))).toBeDefined();
+    } finally {
+      reopened.records.close();
+      reopened.objects.close();
     }
   });
 });

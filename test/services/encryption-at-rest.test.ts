@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalKeyStore } from '../../shared/adapters/local/local-key-store.js';
 import { MemoryKeyWrapper } from '../../shared/adapters/memory/memory-key-wrapper.js';
-import { streamPk } from '../../shared/chain/storage-keys.js';
+import { streamKeyKey, streamPk } from '../../shared/chain/storage-keys.js';
 import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import { canonicalJson } from '../../shared/domain/canonical.js';
-import { ContentSealedError } from '../../shared/domain/errors.js';
+import { ContentSealedError, TamperedLedgerError } from '../../shared/domain/errors.js';
 import { hashLedgerEvent } from '../../shared/domain/event.js';
 import { eventLeafHash, hexToHash, verifyInclusion } from '../../shared/domain/merkle/index.js';
 import { verifyEvents } from '../../shared/domain/verify.js';
@@ -153,6 +153,35 @@ for (const factory of allStores.filter((s) => s.enabled)) {
           ok: true,
         });
         expect(verifyEvents(shown, from, { headersOnly: true })).toMatchObject({ ok: true });
+      });
+
+      it('never appends in the clear to an encrypted stream: no key store, or no key record', async () => {
+        const keyed = ledger(new StreamKeyring(stores.records, wrapper));
+        const append = (l: Ledger) =>
+          l.appender.append({
+            tenant: 'acme',
+            stream: 'run-1',
+            events: [{ type: 'user.message', payload }],
+          });
+        await append(keyed);
+        const head = await keyed.reader.head('acme', 'run-1');
+        // a server restarted without the key store
+        await expect(append(ledger())).rejects.toBeInstanceOf(ContentSealedError);
+        // the key record deleted (or replaced by another key), seen by a cold process
+        await stores.records.delete(streamKeyKey('acme', 'run-1'));
+        await expect(append(ledger(new StreamKeyring(stores.records, wrapper)))).rejects.toThrow(
+          TamperedLedgerError,
+        );
+        // a key record of another key put in its place
+        await new StreamKeyring(stores.records, wrapper, { newKeyId: () => 'k2' }).forWrite(
+          'acme',
+          'run-1',
+        );
+        await expect(append(ledger(new StreamKeyring(stores.records, wrapper)))).rejects.toThrow(
+          TamperedLedgerError,
+        );
+        expect(await keyed.reader.head('acme', 'run-1')).toEqual(head);
+        expect(await keyed.verifier.verify('acme', 'run-1')).toMatchObject({ ok: true, seq: 1 });
       });
 
       it('keeps a stream written in the clear in the clear, readable by both', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -140,5 +140,34 @@ describe('LocalKeyStore file', () => {
     expect((await b.unwrap(ctx, wrapped)).equals(secret)).toBe(true);
     await expect(b.unwrap({ ...ctx, keyId: 'k2' }, wrapped)).rejects.toThrow(/does not unwrap/);
     b.close();
+  });
+
+  it('changes no mode of a directory or file it did not create, and refuses one too open', () => {
+    // A directory others may list (a cwd) is used as it is; one others may write is refused.
+    const listed = join(tempDir(), 'listed');
+    mkdirSync(listed, { mode: 0o755 });
+    chmodSync(listed, 0o755);
+    new LocalKeyStore(join(listed, 'kek.sqlite')).close();
+    expect(statSync(listed).mode & 0o777).toBe(0o755);
+    expect(statSync(join(listed, 'kek.sqlite')).mode & 0o777).toBe(0o600);
+
+    const open = join(tempDir(), 'open');
+    mkdirSync(open, { mode: 0o777 });
+    chmodSync(open, 0o777);
+    expect(() => new LocalKeyStore(join(open, 'kek.sqlite'))).toThrow(
+      /key store directory .* has mode 777: others can write to it/,
+    );
+    expect(statSync(open).mode & 0o777).toBe(0o777);
+
+    const own = join(tempDir(), 'own');
+    mkdirSync(own, { mode: 0o700 });
+    chmodSync(own, 0o700);
+    const file = join(own, 'kek.sqlite');
+    writeFileSync(file, '');
+    chmodSync(file, 0o644);
+    expect(() => new LocalKeyStore(file)).toThrow(
+      /key store file .* has mode 644: others can read it/,
+    );
+    expect(statSync(file).mode & 0o777).toBe(0o644);
   });
 });

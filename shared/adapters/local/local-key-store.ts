@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { InvalidInputError } from '../../domain/errors.js';
@@ -25,18 +25,29 @@ export class LocalKeyStore implements KeyWrapper {
   readonly #cache = new Map<string, Buffer>();
 
   constructor(readonly path: string) {
+    // Modes are set only on what is created here: an existing directory (it may be the cwd) or
+    // file is checked, never changed. The file (SQLite gives its -wal and -shm the file's mode)
+    // must be readable by its owner only; a directory others may write to is refused too, since
+    // they could swap the file; one others may list is accepted.
     const dir = dirname(path);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    chmodSync(dir, 0o700);
-    closeSync(openSync(path, 'a', 0o600));
-    chmodSync(path, 0o600);
-    for (const [p, m] of [
-      [dir, 0o700],
-      [path, 0o600],
+    if (!existsSync(dir)) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      chmodSync(dir, 0o700);
+    }
+    if (!existsSync(path)) {
+      closeSync(openSync(path, 'wx', 0o600));
+      chmodSync(path, 0o600);
+    }
+    for (const [p, forbidden, what, advice] of [
+      [dir, 0o022, 'directory', 'others can write to it; chmod go-w'],
+      [path, 0o077, 'file', 'others can read it; chmod 600'],
     ] as const) {
       const mode = statSync(p).mode & 0o777;
-      if ((mode & ~m) !== 0)
-        throw new InvalidInputError(`key store ${p} has mode ${mode.toString(8)}`);
+      if ((mode & forbidden) !== 0) {
+        throw new InvalidInputError(
+          `key store ${what} ${p} has mode ${mode.toString(8)}: ${advice} ${p}, or use another path`,
+        );
+      }
     }
     this.#db = new Database(path);
     this.#db.pragma('journal_mode = WAL');
