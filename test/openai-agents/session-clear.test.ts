@@ -9,6 +9,7 @@ import { ChunkCollector } from '../../shared/compaction/chunk-gc.js';
 import { acquireLease, releaseLease } from '../../shared/compaction/compact-lease.js';
 import { mergeStream } from '../../shared/compaction/compact-merge.js';
 import { emptyStats } from '../../shared/compaction/compact-types.js';
+import { ConflictError } from '../../shared/domain/errors.js';
 import { cutAtClear } from '../../shared/state/clear-cut.js';
 import type { StorePair } from '../support/stores.js';
 import { allStores } from '../support/stores.js';
@@ -300,6 +301,51 @@ for (const factory of allStores) {
         expect(await refusal(client.getState(id, { at: 1 }))).toBe('ErrPruned');
         expect((await client.verify(id)).ok).toBe(true);
       }
+    });
+
+    it('a clear whose cut cannot be made answers 503, and its retry cuts once it can', async () => {
+      const id = fresh();
+      const s = world.session(id, { retry: { maxAttempts: 1, baseDelayMs: 1 } });
+      await s.addItems([user('before the clear')]);
+      world.crashAfter('committed');
+      await expect(s.clearSession()).rejects.toThrow();
+      const { records } = world.stores;
+      const headNow = async () => toHead((await records.get(headKey(TENANT, id))) as never);
+      const at = (await headNow()).clearedSeq as number;
+      expect(at).toBeGreaterThan(0);
+      // The cut's transaction is cancelled (as DynamoDB cancels one racing another write to the
+      // head): the clear must not answer as done while the old state is still served.
+      const transact = records.transact;
+      let cancelled = 0;
+      records.transact = async (ops) => {
+        const cut = ops.some((op) => op.kind === 'update' && 'prunedSeq' in (op.update.set ?? {}));
+        if (cut) {
+          cancelled++;
+          throw new ConflictError('transaction cancelled: TransactionConflict');
+        }
+        return transact.call(records, ops);
+      };
+      const client = world.client({ retry: { maxAttempts: 1, baseDelayMs: 1 } });
+      try {
+        const err = await client.changeHistory(id, { type: 'clear' }, { operationId: 'x' }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(HefestoApiError);
+        expect(err).toMatchObject({ status: 503, code: 'ErrUnavailable' });
+      } finally {
+        records.transact = transact;
+      }
+      expect(cancelled).toBeGreaterThan(0);
+      // The retry is a clear of its own (another operation id), committed at its own seq.
+      const cleared = (await headNow()).clearedSeq as number;
+      expect(cleared).toBeGreaterThanOrEqual(at);
+      expect((await headNow()).prunedSeq ?? 0).toBeLessThan(cleared);
+      // The same retry, once the cut can be made, answers 200 and cuts.
+      await client.changeHistory(id, { type: 'clear' }, { operationId: 'x' });
+      expect((await headNow()).prunedSeq).toBe(cleared);
+      expect(await refusal(client.getState(id, { at: 1 }))).toBe('ErrPruned');
+      expect((await client.verify(id)).ok).toBe(true);
     });
 
     it('a merge visit that read the head before a clear never merges across it: the clear is cut', async () => {
