@@ -14,6 +14,7 @@ import {
   pathTo,
   RESUME_EVENT,
   type RunStatus,
+  resumeStreamOf,
   type Step,
   sessionStatus,
   statusOf,
@@ -25,6 +26,7 @@ import {
   wholeStates,
 } from '../runs.js';
 import { describeError } from './context.js';
+import { resumesOf } from './runs.js';
 import { changeTable } from './state.js';
 
 /**
@@ -161,17 +163,7 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
   const [tuples, events] = await Promise.all([tuplesOf(api, streamId), eventsOf(api, streamId)]);
   const steps = stepsOf(tuples);
   const head = steps.reduce<Step | undefined>((a, s) => (!a || s.seq > a.seq ? s : a), undefined);
-  // Read from the head checkpoint on (as resumeAsked does): the first MAX_EVENTS may end
-  // long before it.
-  const resumes = (
-    head === undefined ? [] : await eventsOf(api, streamId, RESUME_EVENT, head.seq + 1)
-  ).filter(
-    (e) =>
-      e.type === RESUME_EVENT &&
-      head !== undefined &&
-      e.seq > head.seq &&
-      (e.payload as { checkpointId?: unknown } | null)?.checkpointId === head.checkpointId,
-  );
+  const resumes = head === undefined ? [] : await resumesOf(api, streamId, head.label);
   const lastResume = resumes.at(-1);
   const status = statusOf(head, lastResume !== undefined);
   const copy = events.find((e) => e.type === COPY_EVENT)?.payload as
@@ -267,7 +259,7 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
         return false;
       }
       try {
-        await api.post(stream(streamId, '/events'), {
+        await api.post(stream(resumeStreamOf(streamId), '/events'), {
           events: [{ type: RESUME_EVENT, payload: { checkpointId: head?.checkpointId, value } }],
         });
         location.reload();
