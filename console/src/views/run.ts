@@ -1,5 +1,5 @@
 import { copyThreadVia } from '../../../shared/client/copy-thread.js';
-import { type Api, eventsFrom, type LedgerEvent, stream } from '../api.js';
+import { type Api, ApiError, eventsFrom, type LedgerEvent, stream } from '../api.js';
 import { diffStates } from '../diff.js';
 import { field, fill, h, summary, time, uid } from '../dom.js';
 import { eventSummary } from '../event-summary.js';
@@ -215,12 +215,36 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
               const t = await api.get<Tuple>(stream(id, '/tuple'), { label });
               return { checkpoint: t.checkpoint, state: t.state, writes: t.writes };
             },
+            head: async (id) => {
+              try {
+                const t = await api.get<Tuple & { checkpoint: Tuple['checkpoint'] | null }>(
+                  stream(id, '/tuple'),
+                );
+                return t.checkpoint
+                  ? { checkpoint: t.checkpoint, state: t.state, writes: t.writes }
+                  : undefined;
+              } catch (err) {
+                if (err instanceof ApiError && err.status === 404) return undefined;
+                throw err;
+              }
+            },
+            parentOf: async (id, label) =>
+              (
+                await api.get<{ parentLabel?: string }>(
+                  stream(id, `/checkpoints/${encodeURIComponent(label)}`),
+                )
+              ).parentLabel,
+            copies: async (id) => (await eventsOf(api, id, COPY_EVENT)).map((e) => e.payload),
             checkpoint: (id, body) => api.post(stream(id, '/checkpoints'), body),
             putWrites: async (id, label, task) => {
               await api.post(stream(id, `/checkpoints/${encodeURIComponent(label)}/writes`), task);
             },
-            append: async (id, evs) => {
-              await api.post(stream(id, '/events'), { events: evs });
+            append: async (id, evs, idempotencyKey) => {
+              await api.post(
+                stream(id, '/events'),
+                { events: evs },
+                { 'idempotency-key': idempotencyKey },
+              );
             },
           },
           {
