@@ -178,6 +178,7 @@ describe('console runs in Chromium', () => {
     ]);
     expect(await page.locator('svg.size-chart circle.dot').count()).toBe(3);
     expect(await page.locator('svg.rate-chart polyline.series').count()).toBe(1);
+    expect(await page.locator('svg.gap-chart polyline.series').count()).toBe(1);
     await shot(page, 'run-langgraph');
     expect(page.problems).toEqual([]);
   });
@@ -310,6 +311,7 @@ describe('console runs in Chromium', () => {
     await page.getByRole('link', { name: 'Charts' }).click();
     await page.waitForSelector('svg.rate-chart');
     expect(await page.locator('svg.size-chart circle.dot').count()).toBe(3);
+    expect(await page.locator('svg.gap-chart').count()).toBe(1);
     await shot(page, 'stream-charts');
     // No link to a run view: this is no agent's stream, and it is not listed as a run.
     expect(await page.locator('a.as-run').count()).toBe(0);

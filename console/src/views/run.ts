@@ -4,7 +4,16 @@ import { diffStates } from '../diff.js';
 import { field, fill, h, summary, time, uid } from '../dom.js';
 import { eventSummary } from '../event-summary.js';
 import { jsonTree } from '../json-tree.js';
-import { bytes, eventRate, lineChart, type PathNode, pathPicture, perSecond } from '../pictures.js';
+import {
+  bytes,
+  eventRate,
+  gapsOf,
+  lineChart,
+  millis,
+  type PathNode,
+  pathPicture,
+  perSecond,
+} from '../pictures.js';
 import {
   agentsItem,
   applyOps,
@@ -116,6 +125,10 @@ const chartsOf = (events: LedgerEvent[], sizes: Array<[number, number]>, sizeTit
     lineChart(
       { points: eventRate(events), title: 'Event rate over seq', unit: perSecond },
       'rate-chart',
+    ),
+    lineChart(
+      { points: gapsOf(events), title: 'Time since the event before', unit: millis },
+      'gap-chart',
     ),
   );
 
