@@ -50,8 +50,13 @@ export class Api {
     this.#key = key;
   }
 
-  async #send<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.#key}` };
+  async #send<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ): Promise<T> {
+    const headers: Record<string, string> = { ...extra, authorization: `Bearer ${this.#key}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(path, {
       method,
@@ -78,8 +83,9 @@ export class Api {
     return this.#send('GET', withQuery(path, query));
   }
 
-  post<T>(path: string, body: unknown): Promise<T> {
-    return this.#send('POST', path, body);
+  /** POST with a JSON body (and headers such as Idempotency-Key). */
+  post<T>(path: string, body: unknown, headers?: Record<string, string>): Promise<T> {
+    return this.#send('POST', path, body, headers);
   }
 
   /** Who this key is; 401 ApiError for a wrong or revoked key. */

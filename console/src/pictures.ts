@@ -213,6 +213,21 @@ export const bytes = (n: number): string =>
 export const perSecond = (n: number): string => `${n >= 10 ? Math.round(n) : n.toFixed(1)}/s`;
 
 /**
+ * Time between events over seq: at each event, the milliseconds since the one before it (the
+ * run's latency per step as the ledger saw it: a model call, a tool, a human's answer).
+ */
+export const gapsOf = (events: Array<{ seq: number; ts: number }>): Array<[number, number]> =>
+  events
+    .slice(1)
+    .map(
+      (e, i) => [e.seq, Math.max(0, e.ts - (events[i] as { ts: number }).ts)] as [number, number],
+    );
+
+/** Milliseconds, or seconds past 10 s. */
+export const millis = (n: number): string =>
+  n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`;
+
+/**
  * Events per second over seq: at each event, the rate over the window of up to `window`
  * events before it (by their timestamps; a window within one millisecond counts as 1 ms).
  */

@@ -82,6 +82,12 @@ export const threadStreamId = (threadId: string, ns = '', prefix = 'lg'): string
   `${prefix}.${escapePart(threadId)}.${escapePart(ns)}`;
 
 /**
+ * The stream of a thread's resume requests, `{thread stream}.resume` (stream-ids.ts
+ * resumeStreamOf): its own, so a resume is recorded while a worker holds the thread's lease.
+ */
+export const resumeStreamOf = (threadStream: string): string => `${threadStream}.resume`;
+
+/**
  * The thread and namespace of a stream named as HefestoSaver names them, or undefined. A
  * hashed part (`h-` + 32 hex digits: a name too long to escape) is shown as it is.
  */

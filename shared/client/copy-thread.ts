@@ -7,14 +7,27 @@
  * What is copied: the chain of checkpoints from the thread's first to `label` along their
  * parent labels (the path that led there, not sibling branches), each as one labelled
  * checkpoint of the new stream with the same label (the checkpoint id), metadata, parent
- * label and schema version, its state whole with `thread` rewritten to the new thread id,
- * then its pending writes (task by task, before the next checkpoint freezes them). Values
- * stored by ref are held by the new stream too (a set-ref op at `/_held`, then deleted, as
- * the saver's own puts do), so the copy outlives its source. Last, an event
- * `lg.copy` `{from: {streamId, label}, checkpoints}` says where the copy came from.
+ * label and schema version, its state with `thread` rewritten to the new thread id, then its
+ * pending writes (task by task, before the next checkpoint freezes them). Values stored by ref
+ * are held by the new stream too (a set-ref op at `/_held`, then deleted, as the saver's own
+ * puts do), so the copy outlives its source. Last, an event `lg.copy`
+ * `{from: {streamId, label}, checkpoints}` says where the copy came from.
  *
- * A new thread id that already exists is refused (the first checkpoint's base is the empty
- * state: ErrDivergenceDetected), so a copy never writes into a thread that has history.
+ * Bounded: the walk back keeps labels only, the copy holds one checkpoint's state at a time;
+ * each checkpoint sends only what changed inside its channels (as the saver does), and the
+ * largest changes go by ref (`io.putValue`, values uploaded as chunks) until the rest fits
+ * COPY_BUDGET_BYTES; pending writes go in batches of at most that many bytes.
+ *
+ * Resumable, in steps (a crash after any of them is finished by running the copy again):
+ * 1. Walk the parent labels back from `label` (reads only).
+ * 2. Read the new stream's head. None: copy from the first checkpoint. A head whose label is
+ *    on the chain, whose thread is the new one and whose `lg.copy` (if any) names this copy:
+ *    a copy of ours that stopped there, so carry on from it (its writes are sent again: a
+ *    pending write is insert-once, so those stored stay as they are). Any other head: a
+ *    thread with a history of its own, refused before anything is written.
+ * 3. Each checkpoint (its label makes a retry harmless), then its writes.
+ * 4. The `lg.copy` event, under an Idempotency-Key made from the copy's source, so a retry
+ *    after a lost reply appends it once.
  */
 
 /**
@@ -35,7 +48,8 @@ export interface CopiedWrite {
 }
 
 /**
- * A checkpoint to copy: its label, metadata and parent, its state whole and its writes.
+ * A checkpoint to copy: its label, metadata, parent and state digest, its state whole and its
+ * writes.
  *
  * @example
  * ```ts
@@ -43,13 +57,13 @@ export interface CopiedWrite {
  * ```
  */
 export interface CopiedTuple {
-  checkpoint: { label: string; meta?: unknown; parentLabel?: string };
+  checkpoint: { label: string; meta?: unknown; parentLabel?: string; stateDigest?: string };
   state: Record<string, unknown>;
   writes: CopiedWrite[];
 }
 
 /**
- * The four public routes a copy needs, so the SDK and the browser bring their own transport.
+ * The public routes a copy needs, so the SDK and the browser bring their own transport.
  *
  * @example
  * ```ts
@@ -59,6 +73,12 @@ export interface CopiedTuple {
 export interface CopyIo {
   /** GET …/tuple?label=: the checkpoint, its state whole and its pending writes. */
   tuple(streamId: string, label: string): Promise<CopiedTuple>;
+  /** GET …/tuple: the newest checkpoint, or undefined when the stream has none (or is none). */
+  head(streamId: string): Promise<CopiedTuple | undefined>;
+  /** GET …/checkpoints/{label}: its parent label. */
+  parentOf(streamId: string, label: string): Promise<string | undefined>;
+  /** GET …/events?type=lg.copy: the payloads of the stream's copy events (none: []). */
+  copies(streamId: string): Promise<unknown[]>;
   /** POST …/checkpoints, keyless (the label makes a retry harmless). */
   checkpoint(streamId: string, body: Record<string, unknown>): Promise<{ stateDigest: string }>;
   /** POST …/checkpoints/{label}/writes. */
@@ -67,8 +87,17 @@ export interface CopyIo {
     label: string,
     task: { taskId: string; taskPath: string; writes: Array<Record<string, unknown>> },
   ): Promise<void>;
-  /** POST …/events. */
-  append(streamId: string, events: Array<{ type: string; payload: unknown }>): Promise<void>;
+  /** POST …/events with this Idempotency-Key. */
+  append(
+    streamId: string,
+    events: Array<{ type: string; payload: unknown }>,
+    idempotencyKey: string,
+  ): Promise<void>;
+  /**
+   * Uploads a value as chunks (`client.putValue`) for a checkpoint to name by ref. Without it
+   * a checkpoint whose changes do not fit one request is refused before it is sent.
+   */
+  putValue?(value: unknown): Promise<{ hash: string; size: number }>;
 }
 
 /**
@@ -101,20 +130,70 @@ const HELD = '/_held';
  * ```
  */
 export const MAX_COPY_DEPTH = 10_000;
+/**
+ * Bytes of ops (or of pending writes) one request of a copy sends inline at most: the saver's
+ * INLINE_BUDGET_BYTES, below the server's 256 KiB limit with room for the rest of the body.
+ *
+ * @example
+ * ```ts
+ * const fits = JSON.stringify(ops).length <= COPY_BUDGET_BYTES;
+ * ```
+ */
+export const COPY_BUDGET_BYTES = 192 * 1024;
 
 const escapeToken = (t: string) => t.replace(/~/g, '~0').replace(/\//g, '~1');
+const utf8 = (v: unknown): number => new TextEncoder().encode(JSON.stringify(v) ?? '').length;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The ops that turn `before` into `after` at `path` (what changed only, as the saver's
+ * json-diff.ts: an object key by key, a grown array appended to, one of equal length index by
+ * index, anything else set whole).
+ */
+const diff = (before: unknown, after: unknown, path: string, ops: Op[]): Op[] => {
+  if (same(before, after)) return ops;
+  if (isObject(before) && isObject(after)) {
+    for (const k of Object.keys(before))
+      if (!Object.hasOwn(after, k)) ops.push({ op: 'delete', path: `${path}/${escapeToken(k)}` });
+    for (const [k, v] of Object.entries(after)) {
+      const at = `${path}/${escapeToken(k)}`;
+      if (!Object.hasOwn(before, k)) ops.push({ op: 'set', path: at, value: v });
+      else diff(before[k], v, at, ops);
+    }
+    return ops;
+  }
+  if (Array.isArray(before) && Array.isArray(after)) {
+    if (after.length >= before.length && before.every((x, i) => same(x, after[i]))) {
+      for (const v of after.slice(before.length))
+        ops.push({ op: 'set', path: `${path}/-`, value: v });
+      return ops;
+    }
+    if (after.length === before.length) {
+      for (const [i, v] of after.entries()) diff(before[i], v, `${path}/${i}`, ops);
+      return ops;
+    }
+  }
+  ops.push({ op: 'set', path, value: after });
+  return ops;
+};
+
+type Op = Record<string, unknown>;
+type Ref = { hash: string; size: number };
+
+const refOf = (v: unknown): Ref | undefined => {
+  const r = (v as { r?: { hash?: unknown; size?: unknown } } | null)?.r;
+  return r && typeof r.hash === 'string' && typeof r.size === 'number'
+    ? { hash: r.hash, size: r.size }
+    : undefined;
+};
 
 /** The refs a state's channel values name (`{r: {hash, size}}`). */
-const refsOf = (state: Record<string, unknown>): Array<{ hash: string; size: number }> => {
-  const values = (state.values ?? {}) as Record<string, unknown>;
-  const out: Array<{ hash: string; size: number }> = [];
-  for (const v of Object.values(values)) {
-    const r = (v as { r?: { hash?: unknown; size?: unknown } } | null)?.r;
-    if (r && typeof r.hash === 'string' && typeof r.size === 'number')
-      out.push({ hash: r.hash, size: r.size });
-  }
-  return out;
-};
+const refsOf = (state: Record<string, unknown>): Ref[] =>
+  Object.values((state.values ?? {}) as Record<string, unknown>)
+    .map(refOf)
+    .filter((r): r is Ref => r !== undefined);
 
 /**
  * What to copy (a stream and the label to copy up to) and where (a new stream and thread id).
@@ -129,8 +208,103 @@ export interface CopyThreadRequest {
   to: { streamId: string; threadId: string };
 }
 
+/** The copy's state `next` as ops on `prev`, the largest channel changes by ref past the budget. */
+const opsFor = async (
+  io: CopyIo,
+  prev: Record<string, unknown>,
+  next: Record<string, unknown>,
+  label: string,
+): Promise<Op[]> => {
+  const ops: Op[] = [];
+  for (const k of Object.keys(prev))
+    if (!(k in next)) ops.push({ op: 'delete', path: `/${escapeToken(k)}` });
+  const after = next.values;
+  for (const [k, v] of Object.entries(next))
+    if (!(k === 'values' && isObject(after)) && !same(prev[k], v))
+      ops.push({ op: 'set', path: `/${escapeToken(k)}`, value: v });
+  if (!isObject(after)) return ops;
+  const before = isObject(prev.values) ? prev.values : undefined;
+  if (before === undefined) ops.push({ op: 'set', path: '/values', value: {} });
+  const channels: Array<{ ch: string; ops: Op[]; size: number }> = [];
+  for (const ch of Object.keys(before ?? {}))
+    if (!Object.hasOwn(after, ch)) ops.push({ op: 'delete', path: `/values/${escapeToken(ch)}` });
+  for (const [ch, v] of Object.entries(after)) {
+    const at = `/values/${escapeToken(ch)}`;
+    const was = before?.[ch];
+    const changed =
+      was === undefined || refOf(v) || refOf(was)
+        ? same(was, v)
+          ? []
+          : [{ op: 'set', path: at, value: v }]
+        : diff(was, v, at, []);
+    if (changed.length > 0) channels.push({ ch, ops: changed, size: utf8(changed) });
+  }
+  // The largest changes go by ref until the rest fits (the saver's pickByRef).
+  let inline = utf8(ops) + channels.reduce((n, c) => n + c.size, 0);
+  for (const c of [...channels].sort((a, b) => b.size - a.size)) {
+    if (inline <= COPY_BUDGET_BYTES) break;
+    if (!io.putValue)
+      throw new Error(
+        `checkpoint ${label} changes more than one request carries; copy it with copyThread from @hefesto/langgraph`,
+      );
+    const ref = await io.putValue(after[c.ch]);
+    inline -= c.size;
+    c.ops = [{ op: 'set', path: `/values/${escapeToken(c.ch)}`, value: { r: ref } }];
+    after[c.ch] = { r: ref };
+  }
+  for (const c of channels) ops.push(...c.ops);
+  return ops;
+};
+
+/** A checkpoint's writes, task by task, in requests of at most COPY_BUDGET_BYTES. */
+const putWritesOf = async (io: CopyIo, streamId: string, t: CopiedTuple): Promise<void> => {
+  const tasks = new Map<string, { taskId: string; taskPath: string; writes: CopiedWrite[] }>();
+  for (const w of t.writes) {
+    const key = JSON.stringify([w.taskId, w.taskPath]);
+    const task = tasks.get(key) ?? { taskId: w.taskId, taskPath: w.taskPath, writes: [] };
+    task.writes.push(w);
+    tasks.set(key, task);
+  }
+  for (const task of tasks.values()) {
+    let batch: Op[] = [];
+    let size = 0;
+    const send = async () => {
+      if (batch.length === 0) return;
+      await io.putWrites(streamId, t.checkpoint.label, {
+        taskId: task.taskId,
+        taskPath: task.taskPath,
+        writes: batch,
+      });
+      batch = [];
+      size = 0;
+    };
+    for (const w of task.writes) {
+      const one: Op = w.ref
+        ? { idx: w.idx, channel: w.channel, ref: w.ref }
+        : { idx: w.idx, channel: w.channel, value: w.value };
+      const n = utf8(one);
+      if (batch.length >= 100 || (batch.length > 0 && size + n > COPY_BUDGET_BYTES)) await send();
+      batch.push(one);
+      size += n;
+    }
+    await send();
+  }
+};
+
+const copyKey = (req: CopyThreadRequest): string => {
+  // A key of the allowed characters that names the copy's source (FNV-1a of it, 2 × 32 bits).
+  const text = JSON.stringify([req.from.streamId, req.from.label, req.to.threadId]);
+  let a = 0x811c9dc5;
+  let b = 0x01000193;
+  for (let i = 0; i < text.length; i++) {
+    a = Math.imul(a ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    b = Math.imul(b ^ text.charCodeAt(i), 0x811c9dc5) >>> 0;
+  }
+  return `lg-copy-${a.toString(16).padStart(8, '0')}${b.toString(16).padStart(8, '0')}`;
+};
+
 /**
- * Copies (see the file's header); answers how many checkpoints were written.
+ * Copies (see the file's header); answers how many checkpoints the copy holds.
  *
  * @example
  * ```ts
@@ -141,28 +315,51 @@ export const copyThreadVia = async (
   io: CopyIo,
   req: CopyThreadRequest,
 ): Promise<{ checkpoints: number }> => {
-  const chain: CopiedTuple[] = [];
+  // 1. The chain, labels only, first to last.
+  const labels: string[] = [];
   const seen = new Set<string>();
   for (let label: string | undefined = req.from.label; label !== undefined; ) {
-    if (seen.has(label) || chain.length >= MAX_COPY_DEPTH)
+    if (seen.has(label) || labels.length >= MAX_COPY_DEPTH)
       throw new Error(`the parent chain of ${req.from.label} loops or is too long to copy`);
     seen.add(label);
-    const t = await io.tuple(req.from.streamId, label);
-    chain.unshift(t);
-    label = t.checkpoint.parentLabel;
+    labels.push(label);
+    label = await io.parentOf(req.from.streamId, label);
   }
+  labels.reverse();
+  // 2. Where a copy of ours stopped, if one did.
+  const refused = (why: string) =>
+    new Error(
+      `thread ${req.to.threadId} exists with a history of its own (${why}): not copied into`,
+    );
+  const head = await io.head(req.to.streamId);
+  let start = 0;
   let base = EMPTY_STATE_DIGEST_V2;
   let prev: Record<string, unknown> = {};
-  const held = new Set<string>();
-  for (const t of chain) {
+  if (head) {
+    const at = labels.indexOf(head.checkpoint.label);
+    if (at < 0) throw refused(`its newest checkpoint ${head.checkpoint.label} is not on the chain`);
+    if (head.state.thread !== req.to.threadId) throw refused('its state names another thread');
+    const copies = await io.copies(req.to.streamId);
+    const ours = (c: unknown) => {
+      const from = (c as { from?: { streamId?: unknown; label?: unknown } } | null)?.from;
+      return from?.streamId === req.from.streamId && from?.label === req.from.label;
+    };
+    if (!copies.every(ours)) throw refused('it is a copy of another checkpoint');
+    if (copies.length > 0) return { checkpoints: labels.length };
+    if (head.checkpoint.stateDigest === undefined) throw refused('its head has no state digest');
+    await putWritesOf(io, req.to.streamId, head);
+    start = at + 1;
+    base = head.checkpoint.stateDigest;
+    prev = head.state;
+  }
+  const held = new Set(refsOf(prev).map((r) => r.hash));
+  // 3. Each checkpoint, then its writes.
+  for (const label of labels.slice(start)) {
+    const t = await io.tuple(req.from.streamId, label);
     const next: Record<string, unknown> = { ...t.state, thread: req.to.threadId };
     delete next._held;
-    const ops: Array<Record<string, unknown>> = [];
-    for (const k of Object.keys(prev))
-      if (!(k in next)) ops.push({ op: 'delete', path: `/${escapeToken(k)}` });
-    for (const [k, v] of Object.entries(next))
-      if (JSON.stringify(prev[k]) !== JSON.stringify(v))
-        ops.push({ op: 'set', path: `/${escapeToken(k)}`, value: v });
+    if (isObject(next.values)) next.values = { ...next.values };
+    const ops = await opsFor(io, prev, next, label);
     for (const ref of refsOf(next)) {
       if (held.has(ref.hash)) continue;
       held.add(ref.hash);
@@ -180,34 +377,13 @@ export const copyThreadVia = async (
     });
     base = res.stateDigest;
     prev = next;
-    const tasks = new Map<string, { taskId: string; taskPath: string; writes: CopiedWrite[] }>();
-    for (const w of t.writes) {
-      const key = JSON.stringify([w.taskId, w.taskPath]);
-      const task = tasks.get(key) ?? { taskId: w.taskId, taskPath: w.taskPath, writes: [] };
-      task.writes.push(w);
-      tasks.set(key, task);
-    }
-    for (const task of tasks.values()) {
-      for (let i = 0; i < task.writes.length; i += 100) {
-        await io.putWrites(req.to.streamId, t.checkpoint.label, {
-          taskId: task.taskId,
-          taskPath: task.taskPath,
-          writes: task.writes
-            .slice(i, i + 100)
-            .map((w) =>
-              w.ref
-                ? { idx: w.idx, channel: w.channel, ref: w.ref }
-                : { idx: w.idx, channel: w.channel, value: w.value },
-            ),
-        });
-      }
-    }
+    await putWritesOf(io, req.to.streamId, t);
   }
-  await io.append(req.to.streamId, [
-    {
-      type: COPY_EVENT,
-      payload: { from: req.from, checkpoints: chain.length },
-    },
-  ]);
-  return { checkpoints: chain.length };
+  // 4. Where the copy came from, once.
+  await io.append(
+    req.to.streamId,
+    [{ type: COPY_EVENT, payload: { from: req.from, checkpoints: labels.length } }],
+    copyKey(req),
+  );
+  return { checkpoints: labels.length };
 };

@@ -178,6 +178,7 @@ describe('console runs in Chromium', () => {
     ]);
     expect(await page.locator('svg.size-chart circle.dot').count()).toBe(3);
     expect(await page.locator('svg.rate-chart polyline.series').count()).toBe(1);
+    expect(await page.locator('svg.gap-chart polyline.series').count()).toBe(1);
     await shot(page, 'run-langgraph');
     expect(page.problems).toEqual([]);
   });
@@ -229,10 +230,13 @@ describe('console runs in Chromium', () => {
     expect(page.problems).toEqual([]);
   });
 
-  it('records a resume value after a confirmation; a worker picks it up and runs the graph', {
+  it('records a resume value after a confirmation while the worker holds the thread exclusively; the worker picks it up and runs the graph', {
     timeout: 90_000,
   }, async () => {
-    await refundGraph(saver()).invoke(refundInput(), cfg('refund-3'));
+    // The worker holds the thread's exclusive lease all along (a write without its epoch is
+    // ErrFenced): the console's resume is recorded all the same.
+    const ws = new HefestoSaver({ baseUrl: w.base, apiKey: w.key, exclusive: true });
+    await refundGraph(ws).invoke(refundInput(), cfg('refund-3'));
     const page = await signIn(`#/r/${encodeURIComponent('lg.refund-3.')}`);
     await page.getByRole('button', { name: 'Resume interrupt…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Resume this interrupt?' });
@@ -241,7 +245,6 @@ describe('console runs in Chromium', () => {
     await page.getByLabel('Resume value (JSON)').fill('not json');
     await page.getByRole('button', { name: 'Record resume' }).click();
     await dialog.locator('.error:has-text("must be JSON")').waitFor();
-    const ws = saver();
     expect(await pendingResume(ws, 'refund-3')).toBeUndefined();
     await page.getByLabel('Resume value (JSON)').fill('"yes"');
     await page.getByRole('button', { name: 'Record resume' }).click();
@@ -260,6 +263,7 @@ describe('console runs in Chromium', () => {
     await page.reload();
     await page.waitForSelector('.run-status:has-text("done")');
     expect(await page.locator('.resume-asked').count()).toBe(0);
+    await ws.release();
     expect(page.problems).toEqual([]);
   });
 
@@ -307,6 +311,7 @@ describe('console runs in Chromium', () => {
     await page.getByRole('link', { name: 'Charts' }).click();
     await page.waitForSelector('svg.rate-chart');
     expect(await page.locator('svg.size-chart circle.dot').count()).toBe(3);
+    expect(await page.locator('svg.gap-chart').count()).toBe(1);
     await shot(page, 'stream-charts');
     // No link to a run view: this is no agent's stream, and it is not listed as a run.
     expect(await page.locator('a.as-run').count()).toBe(0);

@@ -103,10 +103,34 @@ describe('copyThread and resume requests', () => {
     await g.invoke(refundInput(), cfg('b'));
     const before = await g.getState(cfg('b'));
     await expect(copyThread(s, { threadId: 'a', newThreadId: 'b' })).rejects.toThrow(
-      /baseDigest is not the stream state digest/,
+      /exists with a history of its own/,
     );
     expect((await g.getState(cfg('b'))).config).toEqual(before.config);
     await expect(copyThread(s, { threadId: 'none', newThreadId: 'c' })).rejects.toThrow();
+  });
+
+  it('records a resume on a thread whose worker holds its exclusive lease; that worker picks it up', async () => {
+    // The worker holds the thread (ErrFenced for any write without its epoch); the console (a
+    // saver or client of its own, no lease) records the resume all the same.
+    const ws = new HefestoSaver({
+      baseUrl: backend.url,
+      apiKey: ROOT,
+      prefix: 'rs2',
+      exclusive: true,
+    });
+    const worker = refundGraph(ws);
+    await worker.invoke(refundInput(), cfg('t'));
+    const id = (await worker.getState(cfg('t'))).config.configurable?.checkpoint_id as string;
+    await requestResume(saver('rs2'), 't', id, 'yes');
+    const asked = await pendingResume(ws, 't');
+    expect(asked).toMatchObject({ checkpointId: id, value: 'yes' });
+    const out = await worker.invoke(new Command({ resume: asked?.value }), cfg('t'));
+    expect(out.messages.at(-1)?.content).toBe('Done: 5 EUR are on their way.');
+    expect(await pendingResume(ws, 't')).toBeUndefined();
+    // The request side stream is the thread's: it goes with the thread.
+    await ws.deleteThread('t');
+    const client = new HefestoClient({ baseUrl: backend.url, apiKey: ROOT });
+    expect((await client.listStreams({ prefix: 'rs2.t.' })).streams).toEqual([]);
   });
 
   it('records a resume value that a worker picks up and runs; then none is pending', async () => {

@@ -1,7 +1,7 @@
 import type { EventsPage, LedgerEvent } from '../api.js';
 import { stream } from '../api.js';
 import { fill, h } from '../dom.js';
-import { bytes, eventRate, lineChart, perSecond } from '../pictures.js';
+import { bytes, eventRate, gapsOf, lineChart, millis, perSecond } from '../pictures.js';
 import { describeError, type StreamContext } from './context.js';
 
 /**
@@ -38,6 +38,10 @@ export const chartsView = (ctx: StreamContext): HTMLElement => {
       lineChart(
         { points: eventRate(events), title: 'Event rate over seq', unit: perSecond },
         'rate-chart',
+      ),
+      lineChart(
+        { points: gapsOf(events), title: 'Time since the event before', unit: millis },
+        'gap-chart',
       ),
       h(
         'p',

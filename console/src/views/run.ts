@@ -1,10 +1,19 @@
 import { copyThreadVia } from '../../../shared/client/copy-thread.js';
-import { type Api, eventsFrom, type LedgerEvent, stream } from '../api.js';
+import { type Api, ApiError, eventsFrom, type LedgerEvent, stream } from '../api.js';
 import { diffStates } from '../diff.js';
 import { field, fill, h, summary, time, uid } from '../dom.js';
 import { eventSummary } from '../event-summary.js';
 import { jsonTree } from '../json-tree.js';
-import { bytes, eventRate, lineChart, type PathNode, pathPicture, perSecond } from '../pictures.js';
+import {
+  bytes,
+  eventRate,
+  gapsOf,
+  lineChart,
+  millis,
+  type PathNode,
+  pathPicture,
+  perSecond,
+} from '../pictures.js';
 import {
   agentsItem,
   applyOps,
@@ -14,6 +23,7 @@ import {
   pathTo,
   RESUME_EVENT,
   type RunStatus,
+  resumeStreamOf,
   type Step,
   sessionStatus,
   statusOf,
@@ -25,6 +35,7 @@ import {
   wholeStates,
 } from '../runs.js';
 import { describeError } from './context.js';
+import { resumesOf } from './runs.js';
 import { changeTable } from './state.js';
 
 /**
@@ -115,6 +126,10 @@ const chartsOf = (events: LedgerEvent[], sizes: Array<[number, number]>, sizeTit
       { points: eventRate(events), title: 'Event rate over seq', unit: perSecond },
       'rate-chart',
     ),
+    lineChart(
+      { points: gapsOf(events), title: 'Time since the event before', unit: millis },
+      'gap-chart',
+    ),
   );
 
 /** A modal confirmation: `body` nodes, a Cancel and a confirm button; Escape cancels. */
@@ -161,17 +176,7 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
   const [tuples, events] = await Promise.all([tuplesOf(api, streamId), eventsOf(api, streamId)]);
   const steps = stepsOf(tuples);
   const head = steps.reduce<Step | undefined>((a, s) => (!a || s.seq > a.seq ? s : a), undefined);
-  // Read from the head checkpoint on (as resumeAsked does): the first MAX_EVENTS may end
-  // long before it.
-  const resumes = (
-    head === undefined ? [] : await eventsOf(api, streamId, RESUME_EVENT, head.seq + 1)
-  ).filter(
-    (e) =>
-      e.type === RESUME_EVENT &&
-      head !== undefined &&
-      e.seq > head.seq &&
-      (e.payload as { checkpointId?: unknown } | null)?.checkpointId === head.checkpointId,
-  );
+  const resumes = head === undefined ? [] : await resumesOf(api, streamId, head.label);
   const lastResume = resumes.at(-1);
   const status = statusOf(head, lastResume !== undefined);
   const copy = events.find((e) => e.type === COPY_EVENT)?.payload as
@@ -223,12 +228,36 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
               const t = await api.get<Tuple>(stream(id, '/tuple'), { label });
               return { checkpoint: t.checkpoint, state: t.state, writes: t.writes };
             },
+            head: async (id) => {
+              try {
+                const t = await api.get<Tuple & { checkpoint: Tuple['checkpoint'] | null }>(
+                  stream(id, '/tuple'),
+                );
+                return t.checkpoint
+                  ? { checkpoint: t.checkpoint, state: t.state, writes: t.writes }
+                  : undefined;
+              } catch (err) {
+                if (err instanceof ApiError && err.status === 404) return undefined;
+                throw err;
+              }
+            },
+            parentOf: async (id, label) =>
+              (
+                await api.get<{ parentLabel?: string }>(
+                  stream(id, `/checkpoints/${encodeURIComponent(label)}`),
+                )
+              ).parentLabel,
+            copies: async (id) => (await eventsOf(api, id, COPY_EVENT)).map((e) => e.payload),
             checkpoint: (id, body) => api.post(stream(id, '/checkpoints'), body),
             putWrites: async (id, label, task) => {
               await api.post(stream(id, `/checkpoints/${encodeURIComponent(label)}/writes`), task);
             },
-            append: async (id, evs) => {
-              await api.post(stream(id, '/events'), { events: evs });
+            append: async (id, evs, idempotencyKey) => {
+              await api.post(
+                stream(id, '/events'),
+                { events: evs },
+                { 'idempotency-key': idempotencyKey },
+              );
             },
           },
           {
@@ -267,7 +296,7 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
         return false;
       }
       try {
-        await api.post(stream(streamId, '/events'), {
+        await api.post(stream(resumeStreamOf(streamId), '/events'), {
           events: [{ type: RESUME_EVENT, payload: { checkpointId: head?.checkpointId, value } }],
         });
         location.reload();

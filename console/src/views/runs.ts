@@ -1,5 +1,12 @@
 import { mapLimit } from '../../../shared/domain/map-limit.js';
-import { type Api, ApiError, eventsFrom, type StreamRow, stream } from '../api.js';
+import {
+  type Api,
+  ApiError,
+  eventsFrom,
+  type LedgerEvent,
+  type StreamRow,
+  stream,
+} from '../api.js';
 import { h, time } from '../dom.js';
 import {
   checkpointIdOf,
@@ -7,6 +14,7 @@ import {
   parseThreadStream,
   RESUME_EVENT,
   type RunStatus,
+  resumeStreamOf,
   sessionStatus,
   statusOf,
   stepsOf,
@@ -62,18 +70,32 @@ const lifeOf = async (api: Api, id: string): Promise<unknown> => {
   }
 };
 
-/** Whether a resume was recorded for the head checkpoint after it was written. */
-export const resumeAsked = async (api: Api, id: string, headSeq: number, label: string) => {
-  const page = await eventsFrom(api, id, {
-    from: headSeq + 1,
-    type: RESUME_EVENT,
-    limit: 100,
-  });
+/**
+ * The resume requests recorded for checkpoint `label` on the thread's resume stream (none when
+ * that stream does not exist), oldest first.
+ */
+export const resumesOf = async (api: Api, id: string, label: string): Promise<LedgerEvent[]> => {
   const checkpointId = checkpointIdOf(label);
-  return page.events.some(
-    (e) => (e.payload as { checkpointId?: unknown } | null)?.checkpointId === checkpointId,
-  );
+  const out: LedgerEvent[] = [];
+  for (let from: number | null = 1; from !== null; ) {
+    let page: Awaited<ReturnType<typeof eventsFrom>>;
+    try {
+      page = await eventsFrom(api, resumeStreamOf(id), { from, type: RESUME_EVENT, limit: 500 });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return out;
+      throw err;
+    }
+    for (const e of page.events)
+      if ((e.payload as { checkpointId?: unknown } | null)?.checkpointId === checkpointId)
+        out.push(e);
+    from = page.next;
+  }
+  return out;
 };
+
+/** Whether a resume was recorded for the head checkpoint (`label`). */
+export const resumeAsked = async (api: Api, id: string, label: string): Promise<boolean> =>
+  (await resumesOf(api, id, label)).length > 0;
 
 export const runRowOf = async (api: Api, row: StreamRow): Promise<RunRow | undefined> => {
   const thread = parseThreadStream(row.streamId);
@@ -83,7 +105,7 @@ export const runRowOf = async (api: Api, row: StreamRow): Promise<RunRow | undef
     );
     if (!t.checkpoint) return undefined;
     const [head] = stepsOf([t as Tuple]);
-    const asked = await resumeAsked(api, row.streamId, t.seq, t.checkpoint.label);
+    const asked = await resumeAsked(api, row.streamId, t.checkpoint.label);
     return {
       kind: 'langgraph',
       streamId: row.streamId,

@@ -9,9 +9,10 @@ import { labelOf } from './stream-ids.js';
  * writes and held values, and the thread id rewritten in each state, so `saver.getTuple`
  * of the new thread answers the checkpoint copied and a graph invoked on it resumes from
  * there (an interrupt pending there is pending in the copy too). The source is untouched;
- * an existing `newThreadId` is refused before anything is written to it (the first
- * checkpoint's base is the empty state). The procedure is shared/client/copy-thread.ts, the
- * one the console's "Fork this run" runs.
+ * an existing `newThreadId` with a history of its own is refused before anything is written
+ * to it, and a copy that stopped midway (a crash, a lost reply) is finished by calling again
+ * with the same options. Memory and request sizes are bounded (large changes go by ref). The
+ * procedure is shared/client/copy-thread.ts, the one the console's "Fork this run" runs.
  */
 export interface CopyThreadOptions {
   threadId: string;
@@ -35,23 +36,50 @@ export const copyThread = async (
       ? (await client.getCheckpointTuple(from)).checkpoint?.label
       : labelOf(options.checkpointId);
   if (label === undefined) throw new Error(`thread ${options.threadId} has no checkpoint`);
+  const notFound = (err: unknown) => {
+    const code = (err as { code?: unknown }).code;
+    return code === 'ErrNotFound' || code === 'ErrStreamNotFound';
+  };
   const io: CopyIo = {
     tuple: async (stream, l) => {
       const t = await client.getCheckpointTuple(stream, { label: l });
       if (!t.checkpoint) throw new Error(`checkpoint ${l} not found in ${stream}`);
       return { checkpoint: t.checkpoint, state: t.state, writes: t.writes };
     },
+    head: async (stream) => {
+      try {
+        const t = await client.getCheckpointTuple(stream);
+        return t.checkpoint
+          ? { checkpoint: t.checkpoint, state: t.state, writes: t.writes }
+          : undefined;
+      } catch (err) {
+        if (notFound(err)) return undefined;
+        throw err;
+      }
+    },
+    parentOf: async (stream, l) => (await client.getCheckpoint(stream, l)).parentLabel,
+    copies: async (stream) => {
+      const out: unknown[] = [];
+      for (let from: number | null = 1; from !== null; ) {
+        const page = await client.readEvents(stream, { from, type: COPY_EVENT, limit: 100 });
+        out.push(...page.events.map((e) => e.payload));
+        from = page.next;
+      }
+      return out;
+    },
     checkpoint: (stream, body) =>
       client.checkpoint(stream, body as never, { idempotencyKey: null }),
     putWrites: async (stream, l, task) => {
       await client.putPendingWrites(stream, l, task as never);
     },
-    append: async (stream, events) => {
+    append: async (stream, events, idempotencyKey) => {
       await client.append(
         stream,
         events.map((e) => ({ type: e.type, payload: e.payload as Json })),
+        { idempotencyKey },
       );
     },
+    putValue: (value) => client.putValue(value as Json),
   };
   const { checkpoints } = await copyThreadVia(io, {
     from: { streamId: from, label },

@@ -1,14 +1,15 @@
 import type { Json } from '@hefesto/client';
 import type { HefestoSaver } from './hefesto-saver.js';
-import { checkpointIdOf, labelOf } from './stream-ids.js';
+import { checkpointIdOf, labelOf, resumeStreamOf } from './stream-ids.js';
 
 /**
  * Resume values for an interrupted thread, recorded by someone who cannot run the graph (the
  * console's "Resume with…") for the worker that can: an event `lg.resume`
- * `{checkpointId, value}` on the thread's stream. `pendingResume` answers the newest one
- * recorded for the thread's newest checkpoint after it was written, so a worker polls it
- * and invokes `graph.invoke(new Command({ resume: r.value }), config)`; once that run writes
- * a checkpoint, the request is no longer pending.
+ * `{checkpointId, value}` on the thread's resume stream (`{thread stream}.resume`,
+ * stream-ids.ts: not the thread's own, which a worker's exclusive lease fences). A
+ * `pendingResume` answers the newest one recorded for the thread's newest checkpoint, so a
+ * worker polls it and invokes `graph.invoke(new Command({ resume: r.value }), config)`; once
+ * that run writes a checkpoint (a new id: ids are never reused), it is no longer pending.
  */
 
 export const RESUME_EVENT = 'lg.resume';
@@ -16,7 +17,7 @@ export const RESUME_EVENT = 'lg.resume';
 export interface ResumeRequest {
   checkpointId: string;
   value: unknown;
-  /** The seq of its event. */
+  /** The seq of its event on the resume stream. */
   seq: number;
 }
 
@@ -28,7 +29,7 @@ export const requestResume = async (
   value: Json,
   ns = '',
 ): Promise<{ seq: number }> => {
-  const res = await saver.client.append(saver.streamIdOf(threadId, ns), [
+  const res = await saver.client.append(resumeStreamOf(saver.streamIdOf(threadId, ns)), [
     { type: RESUME_EVENT, payload: { checkpointId, value } },
   ]);
   return { seq: res.firstSeq };
@@ -44,10 +45,18 @@ export const pendingResume = async (
   const head = await saver.client.getCheckpointTuple(stream);
   if (!head.checkpoint) return undefined;
   const label = head.checkpoint.label;
+  const requests = resumeStreamOf(stream);
   let found: ResumeRequest | undefined;
-  let from: number | null = head.seq + 1;
+  let from: number | null = 1;
   while (from !== null) {
-    const page = await saver.client.readEvents(stream, { from, type: RESUME_EVENT, limit: 100 });
+    let page: Awaited<ReturnType<typeof saver.client.readEvents>>;
+    try {
+      page = await saver.client.readEvents(requests, { from, type: RESUME_EVENT, limit: 100 });
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 'ErrNotFound' || code === 'ErrStreamNotFound') return undefined;
+      throw err;
+    }
     for (const e of page.events) {
       const p = (e.payload ?? {}) as { checkpointId?: unknown; value?: unknown };
       if (typeof p.checkpointId === 'string' && labelOf(p.checkpointId) === label)

@@ -28,6 +28,20 @@ export const threadPrefix = (prefix: string, threadId: string): string =>
 export const streamIdOf = (prefix: string, threadId: string, ns: string): string =>
   `${threadPrefix(prefix, threadId)}${escapePart(ns)}`;
 
+/**
+ * The stream of a thread's resume requests (resume-requests.ts): its own stream, so they are
+ * recorded while a worker holds the thread's exclusive lease (a write to the thread's stream
+ * without the lease's epoch is ErrFenced). `{thread stream}.resume`: under the thread's prefix
+ * (deleteThread takes it too) and never a (thread, namespace) stream (an escaped part holds no
+ * `.`), so list and the console see no checkpoints there.
+ */
+export const resumeStreamOf = (threadStream: string): string => {
+  const id = `${threadStream}.resume`;
+  if (id.length > 128)
+    throw new Error(`thread stream ${threadStream} is too long for resume requests`);
+  return id;
+};
+
 const LABEL = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** A checkpoint id as a Hefesto label: as it is when it fits, else `x.` + hex of it. */
