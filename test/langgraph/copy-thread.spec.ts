@@ -5,6 +5,7 @@ import {
   copyThread,
   HefestoSaver,
   pendingResume,
+  RESUME_EVENT,
   requestResume,
 } from '../../packages/langgraph/src/index.js';
 import { REFUND_QUESTION, refundGraph, refundInput } from '../support/refund-graph.js';
@@ -131,6 +132,22 @@ describe('copyThread and resume requests', () => {
     await ws.deleteThread('t');
     const client = new HefestoClient({ baseUrl: backend.url, apiKey: ROOT });
     expect((await client.listStreams({ prefix: 'rs2.t.' })).streams).toEqual([]);
+  });
+
+  it('still finds a resume an earlier release recorded on the thread stream itself', async () => {
+    const s = saver('rs3');
+    const g = refundGraph(s);
+    await g.invoke(refundInput(), cfg('t'));
+    const id = (await g.getState(cfg('t'))).config.configurable?.checkpoint_id as string;
+    // What requestResume wrote before resume streams: the event on the thread's own stream.
+    await s.client.append(s.streamIdOf('t', ''), [
+      { type: RESUME_EVENT, payload: { checkpointId: id, value: 'yes' } },
+    ]);
+    const asked = await pendingResume(saver('rs3'), 't');
+    expect(asked).toMatchObject({ checkpointId: id, value: 'yes' });
+    const out = await g.invoke(new Command({ resume: asked?.value }), cfg('t'));
+    expect(out.messages.at(-1)?.content).toBe('Done: 5 EUR are on their way.');
+    expect(await pendingResume(s, 't')).toBeUndefined();
   });
 
   it('records a resume value that a worker picks up and runs; then none is pending', async () => {

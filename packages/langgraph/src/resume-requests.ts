@@ -10,6 +10,8 @@ import { checkpointIdOf, labelOf, resumeStreamOf } from './stream-ids.js';
  * `pendingResume` answers the newest one recorded for the thread's newest checkpoint, so a
  * worker polls it and invokes `graph.invoke(new Command({ resume: r.value }), config)`; once
  * that run writes a checkpoint (a new id: ids are never reused), it is no longer pending.
+ * A request recorded by an earlier release, on the thread's own stream after its newest
+ * checkpoint, is still found there (one more read, when the resume stream has none).
  */
 
 export const RESUME_EVENT = 'lg.resume';
@@ -45,13 +47,25 @@ export const pendingResume = async (
   const head = await saver.client.getCheckpointTuple(stream);
   if (!head.checkpoint) return undefined;
   const label = head.checkpoint.label;
-  const requests = resumeStreamOf(stream);
+  return (
+    (await newestFor(saver, resumeStreamOf(stream), 1, label)) ??
+    (await newestFor(saver, stream, head.seq + 1, label))
+  );
+};
+
+/** The newest `lg.resume` for checkpoint `label` on `stream` from seq `from` on. */
+const newestFor = async (
+  saver: HefestoSaver,
+  stream: string,
+  start: number,
+  label: string,
+): Promise<ResumeRequest | undefined> => {
   let found: ResumeRequest | undefined;
-  let from: number | null = 1;
+  let from: number | null = start;
   while (from !== null) {
     let page: Awaited<ReturnType<typeof saver.client.readEvents>>;
     try {
-      page = await saver.client.readEvents(requests, { from, type: RESUME_EVENT, limit: 100 });
+      page = await saver.client.readEvents(stream, { from, type: RESUME_EVENT, limit: 100 });
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === 'ErrNotFound' || code === 'ErrStreamNotFound') return undefined;
