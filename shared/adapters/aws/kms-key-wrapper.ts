@@ -1,6 +1,7 @@
 import { DecryptCommand, GenerateDataKeyCommand } from '@aws-sdk/client-kms';
 import { InvalidFormatError, UnavailableError } from '../../domain/errors.js';
 import type { WrapContext } from '../../domain/privacy/key-wrap.js';
+import { kmsContext } from '../../domain/privacy/kms-context.js';
 import { STREAM_SECRET_BYTES } from '../../domain/privacy/stream-keys.js';
 import type { KeyWrapper } from '../../ports/key-wrapper.js';
 import { errorName, httpStatus, isNetworkError, SEND_OPTIONS } from './transport.js';
@@ -41,16 +42,6 @@ export interface KmsKeyWrapperOptions {
   baseDelayMs?: number;
   sleep?: (ms: number) => Promise<void>;
 }
-
-export const KMS_PURPOSE = 'hefesto/v1/stream-key';
-
-/** The encryption context of a stream's data key. */
-export const kmsContext = (ctx: WrapContext): Record<string, string> => ({
-  purpose: KMS_PURPOSE,
-  tenant: ctx.tenant,
-  stream: ctx.stream,
-  keyId: ctx.keyId,
-});
 
 const RETRYABLE = new Set([
   'ThrottlingException',
