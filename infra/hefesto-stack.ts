@@ -4,6 +4,7 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { Construct } from 'constructs';
 import { FUNCTION_ACCESS } from './access.js';
 import type { HefestoConfig } from './config.js';
+import { ContentKey } from './content-key.js';
 import { FrontDoor } from './front-door.js';
 import { HefestoFunction } from './functions.js';
 import { Observability } from './observability.js';
@@ -31,6 +32,7 @@ export class HefestoStack extends Stack {
   readonly storage: HefestoStorage;
   readonly witness: WitnessBucket;
   readonly signingKey: SigningKey;
+  readonly contentKey: ContentKey;
   readonly api: HefestoFunction;
   readonly compactor: HefestoFunction;
   readonly frontDoor: FrontDoor;
@@ -66,6 +68,10 @@ export class HefestoStack extends Stack {
     // The tree-head signing key: read by the API function alone (signing-key.ts).
     this.signingKey = new SigningKey(this, 'SigningKey', config);
     this.signingKey.connect(this.api.fn);
+    // Encryption at rest: the KMS key that wraps the stream keys (content-key.ts), used by
+    // the API and the compactor alone.
+    this.contentKey = new ContentKey(this, 'ContentKey', config);
+    this.contentKey.connect(this.api.fn, { generate: true });
 
     this.compactor = new HefestoFunction(this, 'Compactor', {
       name: 'compactor',
@@ -78,6 +84,7 @@ export class HefestoStack extends Stack {
       retryAttempts: 0,
     });
     this.storage.connect(this.compactor.fn, FUNCTION_ACCESS.compactor);
+    this.contentKey.connect(this.compactor.fn, { generate: false });
     // The witness: its own Object Lock bucket, written by the compactor alone (witness.ts).
     this.witness = new WitnessBucket(this, 'Witness', config, this.storage.accessLogs);
     this.witness.connect(this.compactor.fn);
@@ -111,6 +118,10 @@ export class HefestoStack extends Stack {
     });
     new CfnOutput(this, 'BucketName', { value: this.storage.bucket.bucketName });
     new CfnOutput(this, 'TableName', { value: this.storage.table.tableName });
+    new CfnOutput(this, 'ContentKeyArn', {
+      value: this.contentKey.key.keyArn,
+      description: 'KMS key wrapping the stream keys (encryption at rest)',
+    });
     new CfnOutput(this, 'WitnessBucketName', { value: this.witness.bucket.bucketName });
     new CfnOutput(this, 'DashboardName', {
       value: this.observability.dashboard.dashboardName,

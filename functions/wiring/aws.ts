@@ -3,6 +3,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type DestinationStream, pino } from 'pino';
 import { DynamoRecordStore } from '../../shared/adapters/aws/dynamo-record-store.js';
+import type { KmsClientLike } from '../../shared/adapters/aws/kms-key-wrapper.js';
 import { S3ObjectStore } from '../../shared/adapters/aws/s3-object-store.js';
 import { checkPinnedKeyIds } from '../../shared/adapters/aws/signing-secret.js';
 import type { AwsSettings } from '../../shared/config/settings.js';
@@ -14,6 +15,7 @@ import { checkSigningKeys } from '../../shared/keys/signing-keys.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
 import type { KeyRing } from '../../shared/ports/signer.js';
+import { awsKeyring } from './aws-keys.js';
 import { compactionLedgerSettings } from './compaction.js';
 import { workLedgerSettings } from './work.js';
 
@@ -56,6 +58,8 @@ export interface AwsComponents {
   s3?: S3Client;
   dynamo?: DynamoDBClient;
   logDestination?: DestinationStream;
+  /** The KMS client (tests: one pointed at test/support/fake-kms.ts). */
+  kms?: KmsClientLike;
 }
 
 export const createAwsApp = (
@@ -74,8 +78,9 @@ export const createAwsApp = (
   const dynamo = components.dynamo ?? new DynamoDBClient({ maxAttempts: 1 });
   const objects = new S3ObjectStore({ client: s3, bucket: settings.bucket });
   const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
+  const keyring = awsKeyring(settings, records, components.kms);
   const ledger = new Ledger(
-    { objects, records, clock },
+    { objects, records, clock, ...(keyring && { keyring }) },
     {
       ...(signing ? { signing } : {}),
       snapshotEvery: settings.snapshotEvery,

@@ -8,6 +8,7 @@ import type { Compactor } from '../../shared/compaction/compactor.js';
 import type { AwsSettings } from '../../shared/config/settings.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import { systemClock } from '../../shared/ports/clock.js';
+import { awsKeyring } from './aws-keys.js';
 import { compactionLedgerSettings, createCompactor } from './compaction.js';
 import { workLedgerSettings } from './work.js';
 
@@ -25,8 +26,11 @@ export const createAwsCompactor = (
   const dynamo = new DynamoDBClient({ maxAttempts: 1 });
   const objects = new S3ObjectStore({ client: s3, bucket: settings.bucket });
   const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
+  // The stream keys, as the API holds them: the snapshots a run writes hydrate the state
+  // from the events, which an encrypted stream seals.
+  const keyring = awsKeyring(settings, records);
   const ledger = new Ledger(
-    { objects, records, clock },
+    { objects, records, clock, ...(keyring && { keyring }) },
     {
       snapshotEvery: settings.snapshotEvery,
       ...compactionLedgerSettings(settings),

@@ -38,6 +38,8 @@ import { memoryOf } from '../domain/state-v2/budget.js';
  * | HEFESTO_WITNESS_BUCKET      | (none)       | AWS: Object Lock bucket of the witness    |
  * | HEFESTO_KEY_STORE           | (none)       | embedded: key store file; set: new streams|
  * |                             |              | are encrypted at rest (docs/privacy.md)   |
+ * | HEFESTO_KMS_KEY_ARN         | (none)       | AWS: KMS key wrapping the stream keys;    |
+ * |                             |              | set: new streams are encrypted at rest    |
  * | HEFESTO_SIGNING_SECRET      | (none)       | AWS: secret holding the signing key seed  |
  * | HEFESTO_SIGNING_KEY_IDS     | (none)       | AWS: the valid signing key ids, k1,k2,... |
  * | HEFESTO_MAX_STATE_NODES     | 500000       | JSON values one request may materialise   |
@@ -89,6 +91,11 @@ export interface Settings {
    * new streams' events are encrypted at rest. Unset (for now the default): in the clear.
    */
   keyStore: string | undefined;
+  /**
+   * AWS: the KMS key (ARN) that wraps each stream's data key, the tenant, stream and key id
+   * in the encryption context (docs/privacy.md, Decision 3). Set: new streams are encrypted.
+   */
+  kmsKeyArn: string | undefined;
   /** AWS: the Secrets Manager secret of the tree-head signing key (API function only). */
   signingSecret: string | undefined;
   /**
@@ -197,6 +204,13 @@ const EnvSchema = z.object({
   HEFESTO_RETENTION_DAYS: integer(0, 36_500, 0),
   HEFESTO_WITNESS_BUCKET: text(),
   HEFESTO_KEY_STORE: text(),
+  HEFESTO_KMS_KEY_ARN: z.preprocess(
+    unset,
+    z
+      .string()
+      .regex(/^arn:aws[\w-]*:kms:[\w-]+:\d{12}:key\/[\w-]+$/, 'must be a KMS key ARN')
+      .optional(),
+  ),
   HEFESTO_SIGNING_SECRET: text(),
   HEFESTO_SIGNING_KEY_IDS: z.preprocess(
     unset,
@@ -284,6 +298,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     retentionDays: e.HEFESTO_RETENTION_DAYS,
     witnessBucket: e.HEFESTO_WITNESS_BUCKET,
     keyStore: e.HEFESTO_KEY_STORE,
+    kmsKeyArn: e.HEFESTO_KMS_KEY_ARN,
     signingSecret: e.HEFESTO_SIGNING_SECRET,
     signingKeyIds: e.HEFESTO_SIGNING_KEY_IDS?.split(',') ?? [],
     work,

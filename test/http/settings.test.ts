@@ -148,5 +148,18 @@ describe('settings', () => {
         table: 't',
       });
     });
+
+    it('reads the KMS key ARN that turns encryption at rest on, and refuses anything else', () => {
+      const base = { HEFESTO_BUCKET: 'b', HEFESTO_TABLE: 't' };
+      const arn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+      expect(parseAwsSettings(base).kmsKeyArn).toBeUndefined();
+      expect(parseAwsSettings({ ...base, HEFESTO_KMS_KEY_ARN: '' }).kmsKeyArn).toBeUndefined();
+      expect(parseAwsSettings({ ...base, HEFESTO_KMS_KEY_ARN: arn }).kmsKeyArn).toBe(arn);
+      for (const bad of ['alias/hefesto', '1234abcd', 'arn:aws:s3:::bucket']) {
+        expect(() => parseAwsSettings({ ...base, HEFESTO_KMS_KEY_ARN: bad })).toThrow(
+          /HEFESTO_KMS_KEY_ARN: must be a KMS key ARN/,
+        );
+      }
+    });
   });
 });

@@ -35,6 +35,7 @@ let hardened: Synthesized;
 let local: Synthesized;
 
 const TOPIC = 'arn:aws:sns:eu-west-1:123456789012:hefesto-alarms';
+const KEY_ARN = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 
 beforeAll(() => {
   dev = synth(resolveConfig('dev'), { bundle: true });
@@ -137,7 +138,12 @@ describe('bucket', () => {
         ],
       },
     });
-    dev.template.resourceCountIs('AWS::KMS::Key', 0);
+    // dev: the AWS managed key for S3; its one KMS key is the content key (below)
+    dev.template.resourceCountIs('AWS::KMS::Key', 1);
+    prod.template.resourceCountIs('AWS::KMS::Key', 2);
+    expect(JSON.stringify(resourcesOf(dev.template, 'AWS::S3::Bucket'))).not.toContain(
+      logicalId(dev.stack, dev.stack.contentKey.key),
+    );
   });
 
   it('is not versioned and never expires current objects unless Object Lock is asked for', () => {
@@ -262,13 +268,17 @@ describe('functions', () => {
       HEFESTO_API_KEY: { Ref: 'RootApiKey' },
       HEFESTO_LOG_LEVEL: 'info',
       HEFESTO_SIGNING_SECRET: { Ref: logicalId(dev.stack, dev.stack.signingKey.secret) },
+      HEFESTO_KMS_KEY_ARN: {
+        'Fn::GetAtt': [logicalId(dev.stack, dev.stack.contentKey.key), 'Arn'],
+      },
       HEFESTO_MEMORY_MIB: '1024',
     });
     const concrete = Object.fromEntries(
       Object.entries(env).map(([k, v]) => [k, typeof v === 'string' ? v : `resolved-${k}`]),
     );
     concrete.HEFESTO_API_KEY = 'root-key-0123456789abcdef';
-    expect(parseAwsSettings(concrete)).toMatchObject({ logLevel: 'info' });
+    concrete.HEFESTO_KMS_KEY_ARN = KEY_ARN;
+    expect(parseAwsSettings(concrete)).toMatchObject({ logLevel: 'info', kmsKeyArn: KEY_ARN });
     // What the appends schedule for the compactor is spaced the same way in both functions.
     const shared = {
       HEFESTO_SNAPSHOT_EVERY: '50',
@@ -289,6 +299,7 @@ describe('functions', () => {
       HEFESTO_BUCKET: 'bucket',
       HEFESTO_TABLE: 'table',
       HEFESTO_WITNESS_BUCKET: 'witness',
+      HEFESTO_KMS_KEY_ARN: KEY_ARN,
     });
     // The run budget ends before the function times out (2 minutes).
     expect(settings.compaction.maxRunMs).toBe(100_000);
@@ -373,6 +384,8 @@ describe('IAM', () => {
       HeadObjectCommand: ['s3:GetObject', 's3:ListBucket'],
       ListObjectsV2Command: ['s3:ListBucket'],
       DeleteObjectCommand: ['s3:DeleteObject'],
+      GenerateDataKeyCommand: ['kms:GenerateDataKey'],
+      DecryptCommand: ['kms:Decrypt'],
       GetItemCommand: ['dynamodb:GetItem'],
       PutItemCommand: ['dynamodb:PutItem'],
       UpdateItemCommand: ['dynamodb:UpdateItem'],
@@ -405,11 +418,73 @@ describe('IAM', () => {
   });
 
   it('uses the bucket key through S3 only', () => {
-    const kms = statementsOfRole(prod.template, ids(prod).apiRole).filter((s) =>
-      String(s.Action).startsWith('kms:'),
+    const kms = statementsOfRole(prod.template, ids(prod).apiRole).filter(
+      (s) => String(s.Action).startsWith('kms:') && s.Sid !== 'StreamKeys',
     );
+    expect(kms.length).toBeGreaterThan(0);
     for (const statement of kms) {
       expect(JSON.stringify(statement.Condition)).toContain('kms:ViaService');
+    }
+  });
+});
+
+describe('encryption at rest: the content key', () => {
+  const keyId = (s: Synthesized) => logicalId(s.stack, s.stack.contentKey.key);
+  const streamKeys = (s: Synthesized, role: string) =>
+    statementsOfRole(s.template, role).filter((st) => st.Sid === 'StreamKeys');
+
+  it('is a rotated KMS key, kept with the data on stages that retain it', () => {
+    for (const s of [dev, prod]) {
+      s.template.hasResourceProperties('AWS::KMS::Key', {
+        EnableKeyRotation: true,
+        PendingWindowInDays: 30,
+      });
+    }
+    expect(resourcesOf(prod.template, 'AWS::KMS::Key')[keyId(prod)]).toMatchObject({
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+    });
+    expect(resourcesOf(dev.template, 'AWS::KMS::Key')[keyId(dev)]).toMatchObject({
+      DeletionPolicy: 'Delete',
+    });
+  });
+
+  it('passes its ARN to the API and the compactor, and to no other function', () => {
+    for (const s of [dev, prod, hardened, local]) {
+      const arn = { 'Fn::GetAtt': [keyId(s), 'Arn'] };
+      expect(envOf(s, ids(s).apiFn).HEFESTO_KMS_KEY_ARN).toEqual(arn);
+      expect(envOf(s, ids(s).compactorFn).HEFESTO_KMS_KEY_ARN).toEqual(arn);
+      const others = Object.entries(resourcesOf(s.template, 'AWS::Lambda::Function')).filter(
+        ([id]) => id !== ids(s).apiFn && id !== ids(s).compactorFn,
+      );
+      for (const [, fn] of others) expect(JSON.stringify(fn)).not.toContain(keyId(s));
+    }
+  });
+
+  it('grants GenerateDataKey and Decrypt to the API, Decrypt to the compactor, under the stream-key context', () => {
+    const condition = {
+      StringEquals: { 'kms:EncryptionContext:purpose': 'hefesto/v1/stream-key' },
+      'ForAllValues:StringEquals': {
+        'kms:EncryptionContextKeys': ['purpose', 'tenant', 'stream', 'keyId'],
+      },
+    };
+    for (const s of [dev, prod]) {
+      const arn = { 'Fn::GetAtt': [keyId(s), 'Arn'] };
+      expect(streamKeys(s, ids(s).apiRole)).toEqual([
+        expect.objectContaining({
+          Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+          Resource: arn,
+          Condition: condition,
+        }),
+      ]);
+      expect(streamKeys(s, ids(s).compactorRole)).toEqual([
+        expect.objectContaining({ Action: 'kms:Decrypt', Resource: arn, Condition: condition }),
+      ]);
+      // no other statement of any policy names the key
+      const naming = allStatements(s.template).filter((st) =>
+        JSON.stringify(st.Resource).includes(keyId(s)),
+      );
+      expect(naming).toHaveLength(2);
     }
   });
 });
