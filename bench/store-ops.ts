@@ -89,7 +89,8 @@ const measure = async (backend: {
     rows.push({ call, requests, 'storage ops': total, which: ops });
   };
   const doc = (i: number) => ({ text: `memory ${i}`, n: i });
-  await one('put, a new namespace', () => store.put(['docs'], 'k0', doc(0)));
+  await one('put, a new namespace (first of the store)', () => store.put(['docs'], 'k0', doc(0)));
+  await one('put, a new namespace (directory held)', () => store.put(['more'], 'k0', doc(0)));
   for (let i = 1; i < ITEMS - 1; i++) await store.put(['docs'], `k${i}`, doc(i));
   await one(`put, the namespace held (${ITEMS} items)`, () =>
     store.put(['docs'], `k${ITEMS - 1}`, doc(ITEMS - 1)),
@@ -105,7 +106,7 @@ const measure = async (backend: {
   for (let i = 0; i < SPACES; i++) await store.put(['users', `u${i}`], 'prefs', { i });
   await one(`search ${SPACES} namespaces, held`, () => store.search(['users']));
   await one(`search ${SPACES} namespaces, a new worker`, () => storeOf().search(['users']));
-  await one(`listNamespaces (${SPACES + 1} namespaces)`, () => storeOf().listNamespaces());
+  await one(`listNamespaces (${SPACES + 2} namespaces)`, () => storeOf().listNamespaces());
   const ttl = storeOf({ ttl: { defaultTtl: 60 } });
   await ttl.put(['ttl'], 'k', { n: 1 });
   await one('get with ttl refresh, namespace held', () => ttl.get(['ttl'], 'k'));

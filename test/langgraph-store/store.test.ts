@@ -1,6 +1,9 @@
 import { InMemoryStore, InvalidNamespaceError } from '@langchain/langgraph-checkpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emptyStateDigest } from '../../packages/client/src/index.js';
 import { StoreIndexMissingError } from '../../packages/langgraph/src/index.js';
+import { streamIndexKey } from '../../shared/chain/storage-keys.js';
+import { DEFAULT_TENANT } from '../../shared/keys/keys.js';
 import { allStores } from '../support/stores.js';
 import { type StoreWorld, startStoreWorld } from './world.js';
 
@@ -318,24 +321,80 @@ describe.each(allStores)('HefestoStore ($name)', (factory) => {
     });
   });
 
+  describe.skipIf(!factory.enabled)('directory', () => {
+    it('lists and searches a namespace whose stream-list entry was removed: the directory names it', async () => {
+      const prefix = fresh();
+      const writer = world.store({ prefix });
+      await writer.put(['users', 'ana'], 'k', { n: 1 });
+      await writer.put(['users', 'bo'], 'k', { n: 2 });
+      // The side record the stream list is served from, removed by whoever holds the storage.
+      await world.records.delete(streamIndexKey(DEFAULT_TENANT, `${prefix}.users.ana.`));
+      const unlisted = await world.store({ prefix }).client.listStreams({ prefix: `${prefix}.` });
+      expect(unlisted.streams.map((s) => s.streamId)).not.toContain(`${prefix}.users.ana.`);
+      const reader = world.store({ prefix });
+      expect(await reader.listNamespaces()).toEqual([
+        ['users', 'ana'],
+        ['users', 'bo'],
+      ]);
+      expect((await reader.search(['users'])).map((i) => i.value)).toEqual([{ n: 1 }, { n: 2 }]);
+    });
+
+    it('leaves out a name the directory holds for a namespace whose put stopped before its stream', async () => {
+      const prefix = fresh();
+      const store = world.store({ prefix });
+      await store.put(['a'], 'k', { n: 1 });
+      // The next put's directory write commits, then its namespace's write never arrives.
+      const failing = world.store({ prefix });
+      const hold = world.holdNext((r) => r.startsWith(`POST /v1/streams/${prefix}.b.`));
+      const put = failing.put(['b'], 'k', { n: 2 });
+      await hold.reached;
+      const reader = world.store({ prefix });
+      expect(await reader.listNamespaces()).toEqual([['a']]);
+      expect((await reader.search([])).map((i) => i.key)).toEqual(['k']);
+      hold.release();
+      await put;
+      expect(await reader.listNamespaces()).toEqual([['a'], ['b']]);
+    });
+
+    it('still finds a namespace an older store made without the directory (from the stream list)', async () => {
+      const prefix = fresh();
+      const store = world.store({ prefix });
+      // As a store before the directory: the namespace's stream only.
+      await store.client.checkpoint(`${prefix}.old.`, {
+        ops: [
+          { op: 'set', path: '/ns', value: ['old'] },
+          { op: 'set', path: '/c', value: 1 },
+          { op: 'set', path: '/n', value: 1 },
+          { op: 'set', path: '/items', value: { k: { v: { n: 0 }, c: 1, u: 1, o: 0 } } },
+        ],
+        baseDigest: emptyStateDigest(2),
+      });
+      await store.put(['new'], 'k', { n: 1 });
+      const reader = world.store({ prefix });
+      expect(await reader.listNamespaces()).toEqual([['new'], ['old']]);
+      expect((await reader.search([])).map((i) => i.value)).toEqual([{ n: 0 }, { n: 1 }]);
+    });
+  });
+
   describe.skipIf(!factory.enabled)('requests', () => {
-    it('sends one request per get, one per warm put, and 1 + one per namespace per search', async () => {
+    it('sends one request per get, one per warm put, and 2 + one per namespace per search', async () => {
       const store = world.store({ prefix: fresh() });
       const count = async (f: () => Promise<unknown>) => {
         const before = world.sent.length;
         await f();
         return world.sent.slice(before);
       };
-      expect(await count(() => store.put(['a'], 'k1', { n: 1 }))).toHaveLength(2); // read + write
+      // A new namespace: its read, the directory's read, the directory's write, its write.
+      expect(await count(() => store.put(['a'], 'k1', { n: 1 }))).toHaveLength(4);
       expect(await count(() => store.put(['a'], 'k2', { n: 2 }))).toHaveLength(1);
-      expect(await count(() => store.put(['a', 'b'], 'k3', { n: 3 }))).toHaveLength(2);
+      expect(await count(() => store.put(['a', 'b'], 'k3', { n: 3 }))).toHaveLength(3); // directory held
       expect(await count(() => store.get(['a'], 'k1'))).toHaveLength(1);
       expect(await count(() => store.delete(['a'], 'k1'))).toHaveLength(1);
-      expect(await count(() => store.search(['a']))).toHaveLength(3); // list + 2 namespaces
-      expect(await count(() => store.listNamespaces())).toHaveLength(1);
-      // A search whose namespaces did not change is answered `unchanged` (no state sent).
+      expect(await count(() => store.search(['a']))).toHaveLength(4); // list, directory, 2 namespaces
+      expect(await count(() => store.listNamespaces())).toHaveLength(2); // list, directory
+      // A search whose namespaces (and directory) did not change is answered `unchanged`.
       const again = await count(() => store.search(['a']));
-      expect(again.filter((r) => r.includes('sinceDigest'))).toHaveLength(2);
+      expect(again.filter((r) => r.includes('sinceDigest'))).toHaveLength(3);
     });
   });
 });

@@ -5,6 +5,7 @@ import { createApp } from '../../shared/http/app.js';
 import { KeyService } from '../../shared/keys/keys.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import type { Clock } from '../../shared/ports/clock.js';
+import type { RecordStore } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { StoreFactory, StorePair } from '../support/stores.js';
 
@@ -29,6 +30,8 @@ export interface StoreWorld {
    * it: `reached` once it is held, `release()` lets it on.
    */
   holdNext(match: (request: string) => boolean): { reached: Promise<void>; release(): void };
+  /** The server's records (for tampering with side records); the root key's tenant is `default`. */
+  records: RecordStore;
   now(): number;
   advance(ms: number): void;
   close(): Promise<void>;
@@ -94,6 +97,7 @@ export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld
       holds.push({ match, reach, gate });
       return { reached, release };
     },
+    records: stores.records,
     now: () => now,
     advance: (ms) => {
       now += ms;

@@ -60,6 +60,8 @@ export interface HefestoStoreOptions {
 export type HefestoPutOperation = PutOperation & { ttl?: number | null };
 
 const MINUTE = 60_000;
+/** The directory's stream is `{prefix}._dir`: no namespace's id (those end with `.`). */
+const DIRECTORY = '_dir';
 const PAGE = 100;
 const READS_IN_FLIGHT = 4;
 
@@ -108,6 +110,7 @@ export class HefestoStore extends BaseStore {
   readonly #largeValueBytes: number;
   readonly #clock: { now(): number };
   readonly #streams: NamespaceStreams;
+  readonly #directory: string;
   #last = 0;
 
   constructor(options: HefestoStoreOptions) {
@@ -128,6 +131,7 @@ export class HefestoStore extends BaseStore {
     this.#largeValueBytes = options.largeValueBytes ?? INLINE_BUDGET_BYTES;
     this.#clock = options.clock ?? { now: () => Date.now() };
     this.#streams = new NamespaceStreams(this.client, options.maxHeldNamespaces ?? 1000);
+    this.#directory = `${this.#prefix}.${DIRECTORY}`;
   }
 
   /** As BaseStore's, with `ttl` (minutes; null: none) for this item. */
@@ -177,7 +181,7 @@ export class HefestoStore extends BaseStore {
   /** Deletes the expired items of every namespace under `prefix` (one write per namespace that has some). */
   async sweep(prefix: string[] = []): Promise<number> {
     let removed = 0;
-    for (const stream of await this.#listStreams(prefix)) {
+    for (const { stream } of await this.#namespaces(prefix)) {
       // `make` runs again on each lost race: only the last attempt's purge is what was written.
       let purged = 0;
       await this.#streams.write(stream, (state) => {
@@ -235,7 +239,7 @@ export class HefestoStore extends BaseStore {
     if (op.query !== undefined && op.query !== '' && !this.#index) {
       throw new StoreIndexMissingError();
     }
-    const streams = await this.#listStreams(op.namespacePrefix);
+    const streams = (await this.#namespaces(op.namespacePrefix)).map((n) => n.stream);
     const states = await mapLimit(streams, (s) => this.#streams.read(s));
     const spaces = streams
       .map((stream, i) => ({ stream, state: states[i] ?? null }))
@@ -291,15 +295,71 @@ export class HefestoStore extends BaseStore {
   }
 
   async #listNamespaces(op: ListNamespacesOperation): Promise<string[][]> {
-    const streams = await this.#listStreams(literalPrefix(op.matchConditions));
-    const all = await mapLimit(streams, async (stream) => {
-      const ns = namespaceOf(this.#prefix, stream);
-      return ns ?? (await this.#streams.read(stream))?.ns ?? null;
+    const found = await this.#namespaces(literalPrefix(op.matchConditions));
+    const all = await mapLimit(found, async ({ stream, ns, listed }) => {
+      // Named by the directory but not listed: a tampered list, or a put that stopped between
+      // its directory write and its namespace's (then there is no such namespace). Its state says.
+      if (ns && listed) return ns;
+      const state = await this.#streams.read(stream);
+      return state === null ? null : (ns ?? state.ns);
     });
     return namespacePage(
       all.filter((ns): ns is string[] => ns !== null),
       op,
     );
+  }
+
+  /**
+   * The namespaces under `prefix`: those the directory names (its state, read conditionally
+   * and bound to its chain, with their labels), then those only the stream list names
+   * (namespaces a store made before the directory existed). `listed`: the stream list names
+   * it too. A list entry removed cannot hide a namespace the directory names.
+   */
+  async #namespaces(
+    prefix: string[],
+  ): Promise<Array<{ stream: string; ns: string[] | null; listed: boolean }>> {
+    const idPrefix = namespacePrefix(this.#prefix, prefix);
+    const [directory, listed] = await Promise.all([
+      this.#streams.read(this.#directory),
+      this.#listStreams(prefix),
+    ]);
+    const inList = new Set(listed);
+    const out: Array<{ stream: string; ns: string[] | null; listed: boolean }> = [];
+    const named = new Set<string>();
+    for (const [stream, entry] of Object.entries(directory?.items ?? {})) {
+      if (!stream.startsWith(idPrefix)) continue;
+      named.add(stream);
+      out.push({ stream, ns: entry.v as string[], listed: inList.has(stream) });
+    }
+    for (const stream of listed) {
+      if (!named.has(stream))
+        out.push({ stream, ns: namespaceOf(this.#prefix, stream), listed: true });
+    }
+    return out;
+  }
+
+  /**
+   * Names in the directory the namespaces of a put that will make their streams, before they
+   * are made (one checkpoint of the directory for all of them; none when it names them
+   * already), so no namespace exists that the directory does not name. A put that stops after
+   * it leaves a name without a stream: reads check the state of a name the stream list does
+   * not have.
+   */
+  async #enlist(streams: Array<{ stream: string; ns: string[] }>): Promise<void> {
+    if (streams.length === 0) return;
+    await this.#streams.write(this.#directory, (dir) => {
+      const fresh = streams.filter(({ stream }) => dir?.items[stream] === undefined);
+      if (fresh.length === 0) return null;
+      const stamp = this.#stamp();
+      const change: Change = { items: new Map(), held: [] };
+      if (!dir) change.create = { ns: [], c: stamp, n: 0, items: {} };
+      let n = dir?.n ?? 0;
+      for (const { stream, ns } of fresh) {
+        change.items.set(stream, { v: ns, c: stamp, u: stamp, o: n++ });
+      }
+      change.n = n;
+      return change;
+    });
   }
 
   async #listStreams(prefix: string[]): Promise<string[]> {
@@ -348,6 +408,15 @@ export class HefestoStore extends BaseStore {
       if (group) group.ops.push(op);
       else byStream.set(stream, { ns: op.namespace, created: this.#stamp(), ops: [op] });
     }
+    // The states are read first (a write would read them anyway): a namespace not made yet
+    // is named in the directory before its stream is made.
+    const unknown = [...byStream.keys()].filter((s) => this.#streams.known(s) === undefined);
+    await mapLimit(unknown, (s) => this.#streams.read(s));
+    await this.#enlist(
+      [...byStream]
+        .filter(([stream]) => this.#streams.known(stream) === null)
+        .map(([stream, group]) => ({ stream, ns: group.ns })),
+    );
     await Promise.all(
       [...byStream].map(async ([stream, group]) => {
         const refs = await this.#byRef(group.ops);

@@ -50,6 +50,11 @@ export class NamespaceStreams {
     this.#maxHeld = maxHeld;
   }
 
+  /** The state this store holds for the stream: null, it has none; undefined, not known. */
+  known(stream: string): NamespaceState | null | undefined {
+    return this.#held.get(stream)?.state;
+  }
+
   /** The stream's state now (null: no such namespace): one conditional request. */
   async read(stream: string): Promise<NamespaceState | null> {
     const held = this.#held.get(stream);
