@@ -4,7 +4,7 @@ import { headKey, streamKeyKey } from '../../shared/chain/storage-keys.js';
 import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import { ContentSealedError, TamperedLedgerError } from '../../shared/domain/errors.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
-import type { Item } from '../../shared/ports/record-store.js';
+import type { Item, JsonValue } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { allStores, type StorePair } from '../support/stores.js';
 
@@ -34,7 +34,7 @@ for (const factory of allStores.filter((s) => s.enabled)) {
         { ...stores, clock: now, keyring: new StreamKeyring(stores.records, wrapper) },
         { signing: ring },
       );
-    const write = (tenant: string, stream: string, payload: unknown) =>
+    const write = (tenant: string, stream: string, payload: JsonValue) =>
       cold().appender.append({ tenant, stream, events: [{ type: 'user.message', payload }] });
     const record = async (tenant: string, stream: string) =>
       (await stores.records.get(streamKeyKey(tenant, stream))) as Item;
