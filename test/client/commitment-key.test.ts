@@ -88,7 +88,7 @@ describe.each(STORE_FACTORIES)('the commitment key on $name', (factory) => {
   });
 
   it('serves k_c to the read scope of the stream’s tenant only; a clear stream has none', async () => {
-    const key = await sealedStream();
+    await sealedStream();
     const reader = await h.newKey('acme', ['read']);
     const ok = await h.request('/v1/streams/run-1/keys/commitment', { key: reader });
     expect(ok.status).toBe(200);
