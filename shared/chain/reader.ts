@@ -1,4 +1,9 @@
-import { ContentSealedError, PrunedError, TamperedLedgerError } from '../domain/errors.js';
+import {
+  ContentSealedError,
+  NotFoundError,
+  PrunedError,
+  TamperedLedgerError,
+} from '../domain/errors.js';
 import { genesisHash, type LedgerEvent, type SealedEvent, toLedgerEvent } from '../domain/event.js';
 import {
   type DecodeOptions,
@@ -109,6 +114,35 @@ export class Reader {
   /** The head record (ErrStreamNotFound, or ErrTamperedLedger for a deleted head). */
   head(tenant: string, stream: string): Promise<HeadRecord> {
     return readTrustedHead(this.#o.records, tenant, stream);
+  }
+
+  /**
+   * The commitment key `k_c` of a stream sealed at rest (docs/privacy.md, Decision 1), for an
+   * authorized reader to bind the payloads it is shown to the chain. A stream in the clear has
+   * none (ErrNotFound); a server that cannot open the key answers ErrUnavailable; a key record
+   * naming another key than the head is ErrTamperedLedger. `k_c` decrypts nothing.
+   */
+  async commitmentKey(
+    tenant: string,
+    stream: string,
+  ): Promise<{ streamId: string; keyId: string; commitKey: string }> {
+    const head = await this.head(tenant, stream);
+    if (head.keyId === undefined) {
+      throw new NotFoundError(`stream ${stream} is stored in the clear: it has no commitment key`);
+    }
+    if (!this.#o.keyring) throw new ContentSealedError(`the key of stream ${stream}`);
+    const keyset = await this.#o.keyring.forRead(tenant, stream);
+    if (keyset?.keyId !== head.keyId) {
+      throw new TamperedLedgerError(
+        Math.max(1, head.seq),
+        `the head is sealed under key ${head.keyId}, the stream has ${keyset ? `key ${keyset.keyId}` : 'no key record'}`,
+      );
+    }
+    return {
+      streamId: stream,
+      keyId: keyset.keyId,
+      commitKey: Buffer.from(keyset.keys.commit).toString('base64url'),
+    };
   }
 
   /** The head, checked against the chain end (chain-head.ts). */

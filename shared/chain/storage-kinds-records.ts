@@ -17,6 +17,7 @@ import {
   SERVICE_IDEMPOTENCY_PREFIX,
   SIGNING_KEYS_KEY,
   SNAPSHOT_INDEX_PREFIX,
+  STREAM_KEY_SK,
   SWEEP_SK,
   TILES_SK,
   WITNESS_PREFIX,
@@ -293,6 +294,19 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     what: 'an orphan sweep is due',
     matches: inStream(exactly(SWEEP_SK)),
     outcome: 'deleted or moved: the orphan sweep runs at the next merge instead',
+  },
+  {
+    name: 'stream-key',
+    store: 'records',
+    class: 'control',
+    key: 't#{tenant}#s#{stream} / key',
+    what: "the stream's secret wrapped by its tenant's KEK, the wrapper and the key's id",
+    matches: inStream(exactly(STREAM_KEY_SK)),
+    outcome:
+      'edited (its wrapped bytes, its keyId), moved from another stream or tenant, or ' +
+      'deleted: the wrap binds tenant, stream and keyId, so it does not unwrap; the content ' +
+      'of the stream is unavailable (ErrUnavailable) or the append is refused ' +
+      '(ErrTamperedLedger), never served or written otherwise; /verify passes over the headers',
   },
   {
     name: 'stream-index',

@@ -90,6 +90,12 @@ export interface HefestoClientOptions {
   verify?: boolean;
   /** Where trusted heads are kept (with `verify`). Default: a file, `defaultTrustStorePath()`. */
   trustStore?: TrustStore;
+  /**
+   * Streams sealed at rest (docs/privacy.md): bind each payload read to the chain with the
+   * stream's commitment key, fetched from the server with this key's `read` scope (default
+   * true). False: verify their headers only (the chain, the tree), as an auditor without keys.
+   */
+  bindPayloads?: boolean;
   retry?: RetryPolicy;
   /** Per attempt, ms. Default 30 s. */
   timeoutMs?: number;
@@ -133,11 +139,15 @@ export class HefestoClient {
   readonly #values: ValueTransfer;
   /** Per stream, the check of its trusted head before this client's first write to it. */
   readonly #writeChecks = new Map<string, Promise<void>>();
+  readonly #bindPayloads: boolean;
+  /** Per stream sealed at rest, its commitment key (docs/privacy.md, Decision 1). */
+  readonly #commitKeys = new Map<string, Promise<Uint8Array>>();
 
   constructor(options: HefestoClientOptions) {
     checkClientOptions(options);
     this.tenant = options.tenant ?? 'default';
     this.#verify = options.verify ?? false;
+    this.#bindPayloads = options.bindPayloads ?? true;
     this.#newKey = options.newIdempotencyKey ?? (() => crypto.randomUUID());
     this.#http = new Transport({ ...options, apiKey: options.apiKey as string });
     this.#values = new ValueTransfer(this.#http, options.maxValueBytes);
@@ -264,7 +274,7 @@ export class HefestoClient {
         from: next,
         limit: options.type ? 1000 : limit - out.length,
       });
-      this.#check(streamId, page.events);
+      await this.#check(streamId, page.events);
       last = page.events.at(-1) ?? last;
       for (const e of page.events) {
         if (out.length >= limit) {
@@ -348,7 +358,11 @@ export class HefestoClient {
     let from = 1;
     while (from <= head.seq) {
       const page = await this.#page(streamId, { from, limit: 1000 });
-      const result = verifyEvents(page.events as never, point);
+      const result = verifyEvents(
+        page.events as never,
+        point,
+        await this.#binding(streamId, page.events),
+      );
       if (!result.ok)
         return { ok: false, code: 'ErrTamperedLedger', firstBadSeq: result.firstBadSeq };
       point = { seq: result.seq, hash: result.hash };
@@ -771,7 +785,11 @@ export class HefestoClient {
         from: last.seq + 1,
         limit: Math.min(1000, seq - last.seq),
       });
-      const result = verifyEvents(page.events as never, { seq: last.seq, hash: last.hash });
+      const result = verifyEvents(
+        page.events as never,
+        { seq: last.seq, hash: last.hash },
+        await this.#binding(streamId, page.events),
+      );
       if (!result.ok) throw new ClientVerificationError(result.firstBadSeq, result.reason);
       const setter = page.events.find((e) => appliesOps(e.type) || e.type === FORK_EVENT);
       if (setter !== undefined) {
@@ -796,7 +814,7 @@ export class HefestoClient {
     // along the chain from genesis instead, as getVerifiedValue links its checkpoint.
     if (head === undefined || last.seq <= head.treeBase) {
       await this.#trustUpTo(streamId, event.seq - 1);
-      this.#check(streamId, [event]);
+      await this.#check(streamId, [event]);
     }
   }
 
@@ -884,7 +902,7 @@ export class HefestoClient {
     const page = await this.#page(streamId, { from: at, limit: 1 });
     const event = page.events[0];
     if (event?.seq !== at) throw new ClientVerificationError(at, `no event at seq ${at}`);
-    this.#check(streamId, [event]);
+    await this.#check(streamId, [event]);
     const query = { at, path, proof: 'true' };
     const { body } = await this.#http.call<StateValue>(
       'GET',
@@ -1172,7 +1190,11 @@ export class HefestoClient {
     if (event?.seq !== seq) throw new ClientVerificationError(seq, `no event at seq ${seq}`);
     const known = this.#trusted.get(streamId, seq);
     const prev = seq === 1 ? genesisHash(this.tenant, streamId) : event.prevHash;
-    const result = verifyEvents([event] as never, { seq: seq - 1, hash: prev });
+    const result = verifyEvents(
+      [event] as never,
+      { seq: seq - 1, hash: prev },
+      await this.#binding(streamId, [event]),
+    );
     if (!result.ok) throw new ClientVerificationError(result.firstBadSeq, result.reason);
     if (known !== undefined && known !== event.hash) {
       throw new ClientVerificationError(seq, 'the event is not the one this client verified');
@@ -1193,13 +1215,13 @@ export class HefestoClient {
       });
       if (page.events.length === 0)
         throw new ClientVerificationError(from + 1, 'the server returned no events');
-      this.#check(streamId, page.events);
+      await this.#check(streamId, page.events);
       from = page.events.at(-1)?.seq ?? seq;
     }
   }
 
   /** Verifies events continuing a trusted point, and trusts their end. */
-  #check(streamId: string, events: LedgerEvent[]): void {
+  async #check(streamId: string, events: LedgerEvent[]): Promise<void> {
     const first = events[0];
     if (!first) return;
     const prev = first.seq - 1;
@@ -1207,9 +1229,36 @@ export class HefestoClient {
       prev === 0 ? genesisHash(this.tenant, streamId) : this.#trusted.get(streamId, prev);
     if (anchor === undefined)
       throw new ClientVerificationError(first.seq, 'no trusted point before it');
-    const result = verifyEvents(events as never, { seq: prev, hash: anchor });
+    const result = verifyEvents(
+      events as never,
+      { seq: prev, hash: anchor },
+      await this.#binding(streamId, events),
+    );
     if (!result.ok) throw new ClientVerificationError(result.firstBadSeq, result.reason);
     this.#trusted.add(streamId, result.seq, result.hash);
+  }
+
+  /**
+   * How format 2 events (sealed at rest, docs/privacy.md) are verified: their payloads bound
+   * to the chain with the stream's commitment key (GET …/keys/commitment, fetched once per
+   * stream and kept), or, with `bindPayloads: false`, their headers only (an auditor's check:
+   * the payloads shown are then the server's word). Clear events need nothing.
+   */
+  async #binding(
+    streamId: string,
+    events: readonly LedgerEvent[],
+  ): Promise<{ commitKey?: Uint8Array; headersOnly?: boolean }> {
+    if (!events.some((e) => e.format !== undefined)) return {};
+    if (!this.#bindPayloads) return { headersOnly: true };
+    let key = this.#commitKeys.get(streamId);
+    if (key === undefined) {
+      key = this.#http
+        .call<{ commitKey: string }>('GET', `/v1/streams/${enc(streamId)}/keys/commitment`)
+        .then(({ body }) => Uint8Array.from(Buffer.from(body.commitKey, 'base64url')));
+      this.#commitKeys.set(streamId, key);
+      key.catch(() => this.#commitKeys.get(streamId) === key && this.#commitKeys.delete(streamId));
+    }
+    return { commitKey: await key };
   }
 }
 

@@ -413,14 +413,26 @@ export class Appender {
    * with a keyId is sealed for good: without a keyring the append is refused (ErrUnavailable:
    * never written in the clear), and a key record that is missing or names another key is
    * tampering (the compactor deletes it only with the stream). A head without one was written
-   * in the clear and stays so, with no key record read.
+   * in the clear and stays so; with a keyring, its key record is read (one record read per
+   * append of a clear stream, misses are not cached): one there means the head's keyId was
+   * stripped (a records-level edit), and the append is refused rather than written in the
+   * clear beside sealed segments.
    */
   async #keysFor(req: AppendRequest, head: ChainHead): Promise<StreamKeyset | undefined> {
     const { keyring } = this.#o;
     if (head.seq === 0 && head.keyId === undefined) {
       return keyring?.forWrite(req.tenant, req.stream);
     }
-    if (head.keyId === undefined) return undefined;
+    if (head.keyId === undefined) {
+      const stripped = await keyring?.forRead(req.tenant, req.stream);
+      if (stripped) {
+        throw new TamperedLedgerError(
+          head.seq,
+          `the stream has key ${stripped.keyId}, its head names none`,
+        );
+      }
+      return undefined;
+    }
     if (!keyring) throw new ContentSealedError(`stream ${req.stream}`);
     const keyset = await keyring.forRead(req.tenant, req.stream);
     if (keyset?.keyId !== head.keyId) {

@@ -106,3 +106,21 @@ export const ConsistencyProofSchema = z
       ],
     },
   });
+
+export const CommitmentKeySchema = z
+  .object({
+    streamId: z.string(),
+    keyId: z.string(),
+    commitKey: z.string(),
+  })
+  .openapi('CommitmentKey', {
+    description:
+      "A sealed stream's commitment key k_c (base64url, 32 bytes): with it a verifying client " +
+      'recomputes each format 2 payload commitment c = HMAC(k_c, seq ‖ type ‖ JCS(payload)). ' +
+      'It decrypts nothing (docs/privacy.md, Decision 1).',
+    example: {
+      streamId: 'run-1',
+      keyId: '3f0c9a5e2b7d41c88e6a1f0d2c4b5a69',
+      commitKey: 'q83vEjRWeJq8_u3-3q2-7wAREiIzRFVmd4iZqrvM3e4',
+    },
+  });

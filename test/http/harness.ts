@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { STATIC_DIR } from '../../functions/wiring/embedded.js';
 import { openLocalStores } from '../../shared/adapters/local/local-stores.js';
+import { MemoryKeyWrapper } from '../../shared/adapters/memory/memory-key-wrapper.js';
 import { MemoryObjectStore } from '../../shared/adapters/memory/memory-object-store.js';
 import { MemoryRecordStore } from '../../shared/adapters/memory/memory-record-store.js';
+import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import type { HttpLimits } from '../../shared/domain/limits.js';
 import { createApp } from '../../shared/http/app.js';
 import { staticDirAssets } from '../../shared/http/static-assets.js';
@@ -68,6 +70,8 @@ export const STORE_FACTORIES: StoreFactory[] = [
 export interface HarnessOptions {
   limits?: Partial<HttpLimits>;
   ledger?: LedgerSettings;
+  /** Streams created sealed at rest (a keyring over in-process tenant KEKs). */
+  sealed?: boolean;
   /** Wraps the object store the ledger sees (fault injection). */
   wrapObjects?: (objects: ObjectStore) => ObjectStore;
 }
@@ -89,7 +93,10 @@ export const createHarness = (factory: StoreFactory, options: HarnessOptions = {
   const logs: string[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(line) });
   const objects = options.wrapObjects?.(stores.objects) ?? stores.objects;
-  const ledger = new Ledger({ objects, records: stores.records, clock }, options.ledger);
+  const keyring = options.sealed
+    ? new StreamKeyring(stores.records, new MemoryKeyWrapper())
+    : undefined;
+  const ledger = new Ledger({ objects, records: stores.records, clock, keyring }, options.ledger);
   const keys = new KeyService({ records: stores.records, clock, rootKey: ROOT_KEY });
   const assets = staticDirAssets(STATIC_DIR);
   const app = createApp({ ledger, keys, logger, clock, limits: options.limits, assets });

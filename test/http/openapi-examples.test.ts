@@ -48,6 +48,10 @@ const SCENARIOS: Record<string, Step[]> = {
     { op: 'POST /v1/streams/{streamId}/fork' },
     { op: 'PUT /v1/streams/{streamId}/retention' },
   ],
+  'a stream sealed at rest: its commitment key': [
+    { op: 'POST /v1/streams/{streamId}/events' },
+    { op: 'GET /v1/streams/{streamId}/keys/commitment' },
+  ],
   'an effect that completes': [
     { op: 'POST /v1/streams/{streamId}/events' },
     { op: 'POST /v1/streams/{streamId}/effects/{effectKey}/begin' },
@@ -139,7 +143,7 @@ describe('the OpenAPI request examples', () => {
 
   for (const [scenario, steps] of Object.entries(SCENARIOS)) {
     it(`answers each example with a documented success and body: ${scenario}`, async () => {
-      const h = createHarness(factory);
+      const h = createHarness(factory, { sealed: scenario.includes('sealed') });
       harnesses.push(h);
       const answers = new Map<string, unknown>();
       const wrong: string[] = [];

@@ -2,12 +2,14 @@ import { expect } from 'vitest';
 import {
   apiKeyRecordKey,
   streamIndexKey,
+  streamKeyKey,
   writerLeaseKey,
 } from '../../shared/chain/storage-keys.js';
 import { classifyObjectKey, classifyRecordKey } from '../../shared/chain/storage-kinds.js';
 import type { StorageKind } from '../../shared/chain/storage-kinds-model.js';
 import { TamperedHistoryError } from '../../shared/client/proofs.js';
 import { MemoryTrustStore } from '../../shared/client/trust-store.js';
+import { ContentSealedError, TamperedLedgerError } from '../../shared/domain/errors.js';
 import type { SignedTreeHead } from '../../shared/domain/signed-head.js';
 import { checkSigningKeys, SigningKeyMissingError } from '../../shared/keys/signing-keys.js';
 import type { Item } from '../../shared/ports/record-store.js';
@@ -16,6 +18,7 @@ import type { Answer } from './tamper-probes.js';
 import { runReads, runVerify } from './tamper-probes.js';
 import { type Inventory, recordId } from './tamper-stores.js';
 import {
+  E,
   FENCED,
   httpClient,
   IDEM_EVENTS,
@@ -128,6 +131,15 @@ export const CONTROL_CASES: Record<string, ControlCase> = {
   garbage: { edit: set({ objects: [] }) },
   orphan: { edit: set({ deleteAfter: 0 }) },
   sweep: { edit: set({ dueAt: 0 }) },
+  'stream-key': {
+    target: () => recordId(streamKeyKey(T, E)),
+    edit: (item) => {
+      const wrapped = Buffer.from(String(item.wrapped), 'base64');
+      wrapped[0] = (wrapped[0] ?? 0) ^ 1;
+      return { ...item, wrapped: wrapped.toString('base64') };
+    },
+    outcome: { edit: async (w) => expectSealed(w), delete: async (w) => expectSealed(w) },
+  },
   'stream-index': {
     target: () => recordId(streamIndexKey(T, S)),
     edit: set({ createdAt: 0 }),
@@ -234,6 +246,24 @@ const targetOf = (w: TamperWorld, kind: StorageKind): string => {
 };
 
 /** Edits or deletes one record (or object) of a control kind, and checks what follows. */
+/** E's content cannot be opened: its read fails closed, an append is refused, nothing written. */
+const expectSealed = async (w: TamperWorld) => {
+  const writes = w.track.writes();
+  const closed = (err: unknown) =>
+    err instanceof ContentSealedError || err instanceof TamperedLedgerError;
+  const read = await w
+    .sealing()
+    .reader.readEvents(T, E)
+    .catch((err: unknown) => err);
+  expect(closed(read), `read served ${JSON.stringify(read)}`).toBe(true);
+  const append = await w
+    .sealing()
+    .appender.append({ tenant: T, stream: E, events: [{ type: 'note', payload: { late: 1 } }] })
+    .catch((err: unknown) => err);
+  expect(closed(append), `append answered ${JSON.stringify(append)}`).toBe(true);
+  expect(w.track.writes(), 'a refused append wrote').toBe(writes);
+};
+
 export const controlCase = async (
   w: TamperWorld,
   kind: StorageKind,

@@ -1,5 +1,7 @@
 import { pino } from 'pino';
+import { MemoryKeyWrapper } from '../../shared/adapters/memory/memory-key-wrapper.js';
 import { legacyIdempotencyKey } from '../../shared/chain/storage-keys.js';
+import { StreamKeyring } from '../../shared/chain/stream-keyring.js';
 import { HefestoClient } from '../../shared/client/client.js';
 import type { TrustStore } from '../../shared/client/trust-store.js';
 import type { CompactStep } from '../../shared/compaction/compact-types.js';
@@ -13,6 +15,7 @@ import { createApp } from '../../shared/http/app.js';
 import { KeyService } from '../../shared/keys/keys.js';
 import { checkSigningKeys } from '../../shared/keys/signing-keys.js';
 import { Ledger, type LedgerSettings } from '../../shared/ledger/ledger.js';
+import type { KeyWrapper } from '../../shared/ports/key-wrapper.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import { counterIds, crashAt, manualClock } from './compaction.js';
 import type { StoreFactory } from './stores.js';
@@ -48,6 +51,8 @@ export const JF2 = 'jcs-fork-2';
 export const FENCED = 'fenced';
 /** A fork deleted, which releases its chunk reference. */
 export const GONE = 'gone';
+/** A stream encrypted at rest (docs/privacy.md): its key record is a kind of its own. */
+export const E = 'sealed';
 export const ROOT = 'tamper-root-key-0123456789abcdef';
 export const LABELS = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6'] as const;
 export const REF_PATH = '/doc';
@@ -63,6 +68,10 @@ export interface TamperWorld extends StoresView {
   witnessArg: string;
   /** A new ledger: no cache of an earlier read. */
   ledger(settings?: LedgerSettings): Ledger;
+  /** A new ledger holding the stream keys (a cold keyring over the world's tenant KEKs). */
+  sealing(): Ledger;
+  /** The tenant KEKs E's key record is wrapped by. */
+  wrapper: KeyWrapper;
   keys(): KeyService;
   compact(o?: { advance?: boolean; crash?: CompactStep }): Promise<void>;
   /** The inventory after the first half of the scenario, and at its end. */
@@ -117,6 +126,12 @@ export const tamperWorld = async (factory: StoreFactory): Promise<TamperWorld> =
   const ledger = (settings: LedgerSettings = {}) =>
     new Ledger(deps, { signing: ring, ...SETTINGS, ...settings });
   const keys = () => new KeyService({ records: track.records, clock, rootKey: ROOT });
+  const wrapper: KeyWrapper = new MemoryKeyWrapper();
+  const sealing = () =>
+    new Ledger(
+      { ...deps, keyring: new StreamKeyring(track.records, wrapper) },
+      { signing: ring, ...SETTINGS },
+    );
   let runs = 0;
   const compact = async (o: { advance?: boolean; crash?: CompactStep } = {}) => {
     if (o.advance !== false) clock.advance(GRACE * 3);
@@ -147,6 +162,8 @@ export const tamperWorld = async (factory: StoreFactory): Promise<TamperWorld> =
     witness,
     witnessArg,
     ledger,
+    sealing,
+    wrapper,
     keys,
     compact,
     seqs: {} as Record<string, number>,
@@ -352,6 +369,10 @@ export const tamperWorld = async (factory: StoreFactory): Promise<TamperWorld> =
     body: { firstSeq: 1, lastSeq: 2, head: { seq: 2, hash: 'ab'.repeat(32) } },
     createdAt: clock.now() - DAY * 400,
   });
+  // E: a stream sealed at rest (its key record), written after the last compaction.
+  for (let i = 0; i < 2; i++) {
+    await sealing().appender.append({ tenant: T, stream: E, events: notes(1, `e${i}`) });
+  }
   world.final = await inventory(world);
   return world;
 };

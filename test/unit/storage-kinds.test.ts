@@ -93,6 +93,10 @@ const SAMPLES: Record<string, { key: ItemKey | string; is: string | object }> = 
     is: { pk: 't#acme#s#run-1', sk: 'orphan#t/acme/s/run-1/seg/0000000000000001' },
   },
   sweep: { key: keys.sweepKey('acme', 'run-1'), is: { pk: 't#acme#s#run-1', sk: 'sweep' } },
+  'stream-key': {
+    key: keys.streamKeyKey('acme', 'run-1'),
+    is: { pk: 't#acme#s#run-1', sk: 'key' },
+  },
   'stream-index': {
     key: keys.streamIndexKey('acme', 'run-1'),
     is: { pk: 't#acme#streams', sk: 'run-1' },

@@ -5,6 +5,7 @@ import type { Ledger } from '../../ledger/ledger.js';
 import { requireKey } from '../auth.js';
 import { type AppEnv, principalOf } from '../context.js';
 import {
+  CommitmentKeySchema,
   ConsistencyProofSchema,
   ConsistencyQuery,
   InclusionProofSchema,
@@ -131,6 +132,29 @@ export const proofRoutes = ({ ledger, keys }: ProofRoutesDeps) => {
     const { from, to } = c.req.valid('query');
     const proof = await ledger.proofs.consistency(principalOf(c).tenant, streamId, from, to);
     return c.json(proof, 200);
+  });
+
+  const commitmentKey = createRoute({
+    method: 'get',
+    path: '/streams/{streamId}/keys/commitment',
+    summary: "A sealed stream's commitment key",
+    description:
+      'The key k_c a verifying client binds the payloads of a stream sealed at rest with ' +
+      '(docs/privacy.md, Decision 1): each format 2 event commits to ' +
+      'c = HMAC(k_c, seq ‖ type ‖ JCS(payload)). Read scope, the key’s tenant only. It ' +
+      'decrypts nothing. A stream stored in the clear has none (404 ErrNotFound); a server ' +
+      'that cannot open the stream key answers 503 ErrUnavailable.',
+    security: BEARER_SECURITY,
+    middleware: [read] as const,
+    request: { params: StreamParams },
+    responses: {
+      200: json(CommitmentKeySchema, 'The commitment key'),
+      ...problemResponses(400, 401, 403, 404, 500, 503),
+    },
+  });
+  app.openapi(commitmentKey, async (c) => {
+    const { streamId } = c.req.valid('param');
+    return c.json(await ledger.reader.commitmentKey(principalOf(c).tenant, streamId), 200);
   });
 
   return app;
