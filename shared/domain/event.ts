@@ -94,25 +94,45 @@ export const encodePreimage = (
   prevHash: string,
   payloadJson: string,
 ): Buffer => {
-  checkUint('seq', seq);
-  checkUint('ts', ts);
-  if (!isHexHash(prevHash)) throw new InvalidInputError('prevHash must be 64 lowercase hex chars');
+  checkHeaderFields(seq, ts, prevHash);
   const typeLength = Buffer.byteLength(type, 'utf8');
   const payloadLength = Buffer.byteLength(payloadJson, 'utf8');
   const buf = Buffer.allocUnsafe(FIXED_BYTES + typeLength + payloadLength);
-  buf.writeUInt8(EVENT_FORMAT_VERSION, 0);
+  const at = writeHeadFields(buf, EVENT_FORMAT_VERSION, seq, ts, prevHash, type, typeLength);
+  buf.writeUInt32BE(payloadLength, at);
+  buf.write(payloadJson, at + 4, payloadLength, 'utf8');
+  return buf;
+};
+
+const checkHeaderFields = (seq: number, ts: number, prevHash: string) => {
+  checkUint('seq', seq);
+  checkUint('ts', ts);
+  if (!isHexHash(prevHash)) throw new InvalidInputError('prevHash must be 64 lowercase hex chars');
+};
+
+/**
+ * Writes what both preimage formats start with (version, seq, ts, prevHash, the type with its
+ * length) into `buf`; answers the offset of the payload-length field that follows.
+ */
+const writeHeadFields = (
+  buf: Buffer,
+  version: number,
+  seq: number,
+  ts: number,
+  prevHash: string,
+  type: string,
+  typeLength: number,
+): number => {
+  buf.writeUInt8(version, 0);
   buf.writeUInt32BE(Math.floor(seq / 2 ** 32), 1);
   buf.writeUInt32BE(seq >>> 0, 5);
   buf.writeUInt32BE(Math.floor(ts / 2 ** 32), 9);
   buf.writeUInt32BE(ts >>> 0, 13);
   buf.write(prevHash, PREV_HASH_OFFSET, HASH_BYTES, 'hex');
-  let at = PREV_HASH_OFFSET + HASH_BYTES;
+  const at = PREV_HASH_OFFSET + HASH_BYTES;
   buf.writeUInt32BE(typeLength, at);
   buf.write(type, at + 4, typeLength, 'utf8');
-  at += 4 + typeLength;
-  buf.writeUInt32BE(payloadLength, at);
-  buf.write(payloadJson, at + 4, payloadLength, 'utf8');
-  return buf;
+  return at + 4 + typeLength;
 };
 
 /** Builds the header preimage of one format 2 event. */
@@ -124,25 +144,14 @@ export const encodeHeaderV2 = (
   payloadSize: number,
   commitment: Uint8Array,
 ): Buffer => {
-  checkUint('seq', seq);
-  checkUint('ts', ts);
-  if (!isHexHash(prevHash)) throw new InvalidInputError('prevHash must be 64 lowercase hex chars');
+  checkHeaderFields(seq, ts, prevHash);
   if (commitment.length !== COMMITMENT_BYTES) throw new InvalidInputError('commitment is 32 bytes');
   if (!Number.isSafeInteger(payloadSize) || payloadSize < 0 || payloadSize > 0xffffffff) {
     throw new InvalidInputError('payload size out of range');
   }
   const typeLength = Buffer.byteLength(type, 'utf8');
   const buf = Buffer.allocUnsafe(FIXED_BYTES_V2 + typeLength);
-  buf.writeUInt8(EVENT_FORMAT_V2, 0);
-  buf.writeUInt32BE(Math.floor(seq / 2 ** 32), 1);
-  buf.writeUInt32BE(seq >>> 0, 5);
-  buf.writeUInt32BE(Math.floor(ts / 2 ** 32), 9);
-  buf.writeUInt32BE(ts >>> 0, 13);
-  buf.write(prevHash, PREV_HASH_OFFSET, HASH_BYTES, 'hex');
-  let at = PREV_HASH_OFFSET + HASH_BYTES;
-  buf.writeUInt32BE(typeLength, at);
-  buf.write(type, at + 4, typeLength, 'utf8');
-  at += 4 + typeLength;
+  const at = writeHeadFields(buf, EVENT_FORMAT_V2, seq, ts, prevHash, type, typeLength);
   buf.writeUInt32BE(payloadSize, at);
   buf.set(commitment, at + 4);
   return buf;
