@@ -14,6 +14,7 @@ import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
 import { chunkRoutes } from './routes/chunks.js';
+import { copyThreadRoutes } from './routes/copy-thread.js';
 import { registerConsole } from './routes/console.js';
 import { registerDocs } from './routes/docs.js';
 import { effectListRoutes } from './routes/effect-list.js';
@@ -64,6 +65,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', historyRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', checkpointRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', tupleRoutes({ ledger: deps.ledger, keys: deps.keys }));
+  app.route('/v1', copyThreadRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', streamListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', streamDeleteRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', chunkRoutes({ ledger: deps.ledger, keys: deps.keys }));

@@ -2,7 +2,7 @@ import { Command } from '@langchain/langgraph';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoClient, type Json } from '../../packages/client/src/index.js';
 import { COPY_EVENT, copyThread, HefestoSaver } from '../../packages/langgraph/src/index.js';
-import { EMPTY_STATE_DIGEST_V2 } from '../../shared/client/copy-thread.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/copy-thread.js';
 import { refundGraph, refundInput } from '../support/refund-graph.js';
 import { type Backend, backends, ROOT } from './backends.js';
 

@@ -16,7 +16,7 @@ import {
 } from '../../console/src/runs.js';
 import { emptyStateDigest } from '../../packages/client/src/index.js';
 import { streamIdOf } from '../../packages/langgraph/src/stream-ids.js';
-import { EMPTY_STATE_DIGEST_V2 } from '../../shared/client/copy-thread.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/copy-thread.js';
 
 /** What the console derives from what HefestoSaver and HefestoSession store (console/src/runs.ts). */
 describe('console runs', () => {
