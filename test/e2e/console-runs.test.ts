@@ -209,8 +209,15 @@ describe('console runs in Chromium', () => {
     await page.getByRole('button', { name: 'Fork this run…' }).click();
     await page.getByLabel('New thread id').fill('refund-1-retry');
     await shot(page, 'run-fork-confirm');
+    // The server copies (POST …/copy-thread, called until done); the browser writes nothing else.
+    const writes: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() !== 'GET') writes.push(new URL(r.url()).pathname);
+    });
     await page.getByRole('button', { name: 'Fork run' }).click();
     await page.waitForSelector('h2#run-title:has-text("Thread refund-1-retry")');
+    expect(writes.length).toBeGreaterThan(0);
+    expect(new Set(writes)).toEqual(new Set(['/v1/streams/lg.refund-1./copy-thread']));
     await page.waitForSelector('svg.path-picture text.fork-origin');
 
     // A worker with a saver of its own resumes the fork: its interrupt is pending there too.
