@@ -7,7 +7,7 @@ import { refundGraph, refundInput } from '../support/refund-graph.js';
 import { type Backend, backends, ROOT } from './backends.js';
 
 /**
- * copyThread's bounds and crash windows (shared/client/copy-thread.ts): a thread whose state
+ * copyThread's bounds and crash windows (shared/domain/copy-thread.ts): a thread whose state
  * is larger than one request copies (each checkpoint sends what changed inside its channels,
  * the largest changes by ref), and a copy that dies midway, or whose replies are lost, is
  * finished by calling it again, without a duplicate checkpoint, write or copy event.
