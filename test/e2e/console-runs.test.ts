@@ -376,4 +376,37 @@ describe('console runs in Chromium', () => {
     expect(chat).toEqual(['userafter the clear']);
     expect(page.problems).toEqual([]);
   });
+
+  it('draws the whole graph of a thread whose saver recorded its shape, the nodes not visited too', {
+    timeout: 90_000,
+  }, async () => {
+    const recording = saver();
+    const graph = refundGraph(recording);
+    recording.recordGraph(graph);
+    await graph.invoke(refundInput(), cfg('refund-graph')); // interrupted at approve
+    const page = await signIn(`#/r/${encodeURIComponent('lg.refund-graph.')}`);
+    await page.waitForSelector('svg.graph-picture');
+    const nodes = await page
+      .locator('svg.graph-picture g.graph-node')
+      .evaluateAll((gs) => gs.map((g) => [g.getAttribute('data-node'), g.getAttribute('class')]));
+    expect(nodes).toEqual([
+      ['__start__', 'graph-node taken'],
+      ['agent', 'graph-node taken'],
+      ['approve', 'graph-node untaken next interrupted'],
+      ['refund', 'graph-node untaken'],
+      ['reply', 'graph-node untaken'],
+      ['__end__', 'graph-node untaken'],
+    ]);
+    const taken = await page
+      .locator('svg.graph-picture path.edge.taken')
+      .evaluateAll((ps) => ps.map((p) => p.getAttribute('data-edge')));
+    expect(taken).toEqual(['__start__→agent']);
+    expect(await page.locator('svg.graph-picture path.edge').count()).toBe(5);
+    // A thread without the shape keeps the path picture.
+    await shot(page, 'run-graph');
+    await page.goto(`${w.base}/console#/r/${encodeURIComponent('lg.refund-2.')}`);
+    await page.waitForSelector('svg.path-picture g.step-box');
+    expect(await page.locator('svg.graph-picture').count()).toBe(0);
+    expect(page.problems).toEqual([]);
+  });
 });

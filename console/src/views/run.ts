@@ -2,6 +2,7 @@ import { type Api, eventsFrom, type LedgerEvent, stream } from '../api.js';
 import { diffStates } from '../diff.js';
 import { field, fill, h, summary, time, uid } from '../dom.js';
 import { eventSummary } from '../event-summary.js';
+import { graphPicture } from '../graph-picture.js';
 import { jsonTree } from '../json-tree.js';
 import {
   bytes,
@@ -18,6 +19,7 @@ import {
   applyOps,
   type ChatMessage,
   COPY_EVENT,
+  graphShapeOf,
   parseThreadStream,
   pathTo,
   RESUME_EVENT,
@@ -31,6 +33,7 @@ import {
   threadStreamId,
   transcriptOf,
   valueSummary,
+  visitedIn,
   wholeStates,
 } from '../runs.js';
 import { describeError } from './context.js';
@@ -342,17 +345,40 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
       sub: status === 'interrupted' ? 'waiting (interrupt)' : 'next',
       interrupted: status === 'interrupted',
     });
-  const picture = h(
-    'figure',
-    { class: 'picture' },
-    pathPicture(nodes, `Path of ${thread.threadId}`, forkedFrom),
-    h(
-      'figcaption',
-      { class: 'muted' },
-      'The nodes this run went through, in order (its checkpoints’ parent chain). The graph’s edges ' +
-        'are not stored: only the visited path is drawn. ‖ interrupt · ✖ error · ↱ forked checkpoint.',
-    ),
-  );
+  // The whole graph when the saver recorded its shape (recordGraph), else the path alone.
+  const shape = graphShapeOf(tuples.find((t) => t.checkpoint.label === head?.label)?.state);
+  const picture = shape
+    ? h(
+        'figure',
+        { class: 'picture' },
+        graphPicture(
+          shape,
+          {
+            ...visitedIn(shape, path, head?.next ?? [], status === 'done'),
+            interrupted: status === 'interrupted',
+          },
+          `Graph of ${thread.threadId}`,
+          forkedFrom,
+        ),
+        h(
+          'figcaption',
+          { class: 'muted' },
+          'The graph as its saver recorded it (recordGraph), the nodes and edges this run took in ' +
+            'bold, the rest faint. ‖ waiting on an interrupt · ▸ next · dashed edge: conditional.',
+        ),
+      )
+    : h(
+        'figure',
+        { class: 'picture' },
+        pathPicture(nodes, `Path of ${thread.threadId}`, forkedFrom),
+        h(
+          'figcaption',
+          { class: 'muted' },
+          'The nodes this run went through, in order (its checkpoints’ parent chain). The graph’s edges ' +
+            'are not stored: only the visited path is drawn (a saver that calls recordGraph(graph) ' +
+            'records them). ‖ interrupt · ✖ error · ↱ forked checkpoint.',
+        ),
+      );
 
   // — steps —
   const stepsTable = h(
