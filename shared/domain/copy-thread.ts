@@ -3,7 +3,7 @@ import { InvalidInputError, PayloadTooLargeError, StreamExistsError } from './er
 /**
  * A LangGraph thread's checkpoints copied into a new thread: the one procedure behind
  * HefestoSaver's `copyThread` (over the public API) and `POST /v1/streams/{id}/copy-thread`
- * (over the services, shared/http/routes/copy-thread.ts, which the console's "Fork this run"
+ * (over the services: the http room's copy-io.ts, the route the console's "Fork this run"
  * calls). It is pure over its transport (`CopyIo`), so it lives in the domain, where both the
  * SDK and the routes may import it.
  *
