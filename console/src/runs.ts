@@ -514,3 +514,71 @@ export const valueSummary = (value: unknown, max = 120): string => {
       : (JSON.stringify(value) ?? 'undefined');
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 };
+
+// ——— the graph's shape (HefestoSaver's opt-in: packages/langgraph/src/graph-shape.ts) ———
+
+/** A graph's nodes and edges, as `saver.recordGraph(graph)` keeps them at the state's `/graph`. */
+export interface GraphShape {
+  nodes: string[];
+  edges: Array<{ source: string; target: string; conditional: boolean }>;
+}
+
+/** What a shape may hold at most to be drawn (the saver's own limits). */
+const MAX_SHAPE_NODES = 256;
+const MAX_SHAPE_EDGES = 1024;
+
+/**
+ * The shape a checkpoint's (verified) state records, when it is one the saver wrote (`v: 1`,
+ * within its limits, edges between its nodes); anything else is no shape (the path alone).
+ */
+export const graphShapeOf = (
+  state: Record<string, unknown> | undefined,
+): GraphShape | undefined => {
+  const g = state?.graph as { v?: unknown; nodes?: unknown; edges?: unknown } | undefined;
+  if (g?.v !== 1 || !Array.isArray(g.nodes) || !Array.isArray(g.edges)) return undefined;
+  if (g.nodes.length > MAX_SHAPE_NODES || g.edges.length > MAX_SHAPE_EDGES) return undefined;
+  if (!g.nodes.every((n): n is string => typeof n === 'string')) return undefined;
+  const nodes = [...new Set(g.nodes)];
+  const known = new Set(nodes);
+  const edges: GraphShape['edges'] = [];
+  for (const e of g.edges as Array<{ source?: unknown; target?: unknown; conditional?: unknown }>) {
+    if (typeof e?.source !== 'string' || typeof e.target !== 'string') return undefined;
+    if (!known.has(e.source) || !known.has(e.target)) return undefined;
+    edges.push({ source: e.source, target: e.target, conditional: e.conditional === true });
+  }
+  return { nodes, edges };
+};
+
+/**
+ * Where a run went through its graph: the nodes that ran and the edges it took between the
+ * nodes of one step and those of the next (the path's steps in order, `__start__` first and
+ * `__end__` last when the run is done), and the nodes to run next.
+ */
+export const visitedIn = (
+  shape: GraphShape,
+  path: Step[],
+  next: string[],
+  done: boolean,
+): { nodes: Set<string>; edges: Set<string>; next: Set<string> } => {
+  const known = new Set(shape.nodes);
+  const layers: string[][] = [];
+  if (known.has('__start__')) layers.push(['__start__']);
+  for (const s of path) {
+    const ran = s.ran.filter((n) => known.has(n) && n !== '__start__');
+    if (ran.length > 0) layers.push(ran);
+  }
+  if (done && known.has('__end__')) layers.push(['__end__']);
+  const has = new Set(shape.edges.map((e) => edgeKey(e.source, e.target)));
+  const edges = new Set<string>();
+  for (let i = 1; i < layers.length; i++)
+    for (const a of layers[i - 1] ?? [])
+      for (const b of layers[i] ?? []) if (has.has(edgeKey(a, b))) edges.add(edgeKey(a, b));
+  return {
+    nodes: new Set(layers.flat()),
+    edges,
+    next: new Set(next.filter((n) => known.has(n))),
+  };
+};
+
+/** The key of an edge in `visitedIn`'s set. */
+export const edgeKey = (source: string, target: string): string => JSON.stringify([source, target]);

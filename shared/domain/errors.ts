@@ -201,8 +201,8 @@ export class InvalidDeltaError extends HefestoError {
 }
 
 export class StreamExistsError extends HefestoError {
-  constructor(stream: string) {
-    super('ErrStreamExists', `stream ${stream} already exists`);
+  constructor(stream: string, message = `stream ${stream} already exists`) {
+    super('ErrStreamExists', message);
   }
 }
 

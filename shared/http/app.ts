@@ -15,6 +15,7 @@ import { adminRoutes } from './routes/admin.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
 import { chunkRoutes } from './routes/chunks.js';
 import { registerConsole } from './routes/console.js';
+import { copyThreadRoutes } from './routes/copy-thread.js';
 import { registerDocs } from './routes/docs.js';
 import { effectListRoutes } from './routes/effect-list.js';
 import { effectRoutes } from './routes/effects.js';
@@ -64,6 +65,7 @@ export const createApp = (deps: AppDeps): OpenAPIHono<AppEnv> => {
   app.route('/v1', historyRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', checkpointRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', tupleRoutes({ ledger: deps.ledger, keys: deps.keys }));
+  app.route('/v1', copyThreadRoutes({ ledger: deps.ledger, keys: deps.keys, limits }));
   app.route('/v1', streamListRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', streamDeleteRoutes({ ledger: deps.ledger, keys: deps.keys }));
   app.route('/v1', chunkRoutes({ ledger: deps.ledger, keys: deps.keys }));

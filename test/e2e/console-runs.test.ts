@@ -209,8 +209,15 @@ describe('console runs in Chromium', () => {
     await page.getByRole('button', { name: 'Fork this run…' }).click();
     await page.getByLabel('New thread id').fill('refund-1-retry');
     await shot(page, 'run-fork-confirm');
+    // The server copies (POST …/copy-thread, called until done); the browser writes nothing else.
+    const writes: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() !== 'GET') writes.push(new URL(r.url()).pathname);
+    });
     await page.getByRole('button', { name: 'Fork run' }).click();
     await page.waitForSelector('h2#run-title:has-text("Thread refund-1-retry")');
+    expect(writes.length).toBeGreaterThan(0);
+    expect(new Set(writes)).toEqual(new Set(['/v1/streams/lg.refund-1./copy-thread']));
     await page.waitForSelector('svg.path-picture text.fork-origin');
 
     // A worker with a saver of its own resumes the fork: its interrupt is pending there too.
@@ -367,6 +374,39 @@ describe('console runs in Chromium', () => {
       .locator('ol.transcript li')
       .evaluateAll((lis) => lis.map((li) => li.textContent));
     expect(chat).toEqual(['userafter the clear']);
+    expect(page.problems).toEqual([]);
+  });
+
+  it('draws the whole graph of a thread whose saver recorded its shape, the nodes not visited too', {
+    timeout: 90_000,
+  }, async () => {
+    const recording = saver();
+    const graph = refundGraph(recording);
+    recording.recordGraph(graph);
+    await graph.invoke(refundInput(), cfg('refund-graph')); // interrupted at approve
+    const page = await signIn(`#/r/${encodeURIComponent('lg.refund-graph.')}`);
+    await page.waitForSelector('svg.graph-picture');
+    const nodes = await page
+      .locator('svg.graph-picture g.graph-node')
+      .evaluateAll((gs) => gs.map((g) => [g.getAttribute('data-node'), g.getAttribute('class')]));
+    expect(nodes).toEqual([
+      ['__start__', 'graph-node taken'],
+      ['agent', 'graph-node taken'],
+      ['approve', 'graph-node untaken next interrupted'],
+      ['refund', 'graph-node untaken'],
+      ['reply', 'graph-node untaken'],
+      ['__end__', 'graph-node untaken'],
+    ]);
+    const taken = await page
+      .locator('svg.graph-picture path.edge.taken')
+      .evaluateAll((ps) => ps.map((p) => p.getAttribute('data-edge')));
+    expect(taken).toEqual(['__start__→agent']);
+    expect(await page.locator('svg.graph-picture path.edge').count()).toBe(5);
+    // A thread without the shape keeps the path picture.
+    await shot(page, 'run-graph');
+    await page.goto(`${w.base}/console#/r/${encodeURIComponent('lg.refund-2.')}`);
+    await page.waitForSelector('svg.path-picture g.step-box');
+    expect(await page.locator('svg.graph-picture').count()).toBe(0);
     expect(page.problems).toEqual([]);
   });
 });

@@ -45,6 +45,7 @@ const SCENARIOS: Record<string, Step[]> = {
     { op: 'GET /v1/streams/{streamId}/tuple' },
     { op: 'GET /v1/streams/{streamId}/channel-history' },
     { op: 'GET /v1/streams/{streamId}/tuples' },
+    { op: 'POST /v1/streams/{streamId}/copy-thread' },
     { op: 'POST /v1/streams/{streamId}/fork' },
     { op: 'PUT /v1/streams/{streamId}/retention' },
   ],

@@ -2,12 +2,12 @@ import { Command } from '@langchain/langgraph';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HefestoClient, type Json } from '../../packages/client/src/index.js';
 import { COPY_EVENT, copyThread, HefestoSaver } from '../../packages/langgraph/src/index.js';
-import { EMPTY_STATE_DIGEST_V2 } from '../../shared/client/copy-thread.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/copy-thread.js';
 import { refundGraph, refundInput } from '../support/refund-graph.js';
 import { type Backend, backends, ROOT } from './backends.js';
 
 /**
- * copyThread's bounds and crash windows (shared/client/copy-thread.ts): a thread whose state
+ * copyThread's bounds and crash windows (shared/domain/copy-thread.ts): a thread whose state
  * is larger than one request copies (each checkpoint sends what changed inside its channels,
  * the largest changes by ref), and a copy that dies midway, or whose replies are lost, is
  * finished by calling it again, without a duplicate checkpoint, write or copy event.

@@ -4,6 +4,8 @@ import {
   applyOps,
   checkpointIdOf,
   decodeValue,
+  edgeKey,
+  graphShapeOf,
   langchainMessage,
   parseThreadStream,
   type Step,
@@ -12,11 +14,12 @@ import {
   stepsOf,
   type Tuple,
   threadStreamId,
+  visitedIn,
   wholeStates,
 } from '../../console/src/runs.js';
 import { emptyStateDigest } from '../../packages/client/src/index.js';
 import { streamIdOf } from '../../packages/langgraph/src/stream-ids.js';
-import { EMPTY_STATE_DIGEST_V2 } from '../../shared/client/copy-thread.js';
+import { EMPTY_STATE_DIGEST_V2 } from '../../shared/domain/copy-thread.js';
 
 /** What the console derives from what HefestoSaver and HefestoSession store (console/src/runs.ts). */
 describe('console runs', () => {
@@ -187,5 +190,53 @@ describe('console runs', () => {
       delete (Object.prototype as Record<string, unknown>).polluted;
       delete (Array.prototype as unknown as Record<string, unknown>).polluted;
     }
+  });
+
+  it('reads a recorded graph shape, refuses a malformed one, and marks the path a run took', () => {
+    const graph = {
+      v: 1,
+      nodes: ['__start__', 'agent', 'tools', '__end__'],
+      edges: [
+        { source: '__start__', target: 'agent' },
+        { source: 'agent', target: 'tools', conditional: true },
+        { source: 'tools', target: 'agent' },
+        { source: 'agent', target: '__end__', conditional: true },
+      ],
+    };
+    const shape = graphShapeOf({ graph });
+    expect(shape?.nodes).toEqual(graph.nodes);
+    expect(shape?.edges[1]).toEqual({ source: 'agent', target: 'tools', conditional: true });
+    for (const bad of [
+      undefined,
+      { ...graph, v: 2 },
+      { ...graph, nodes: [1] },
+      { ...graph, edges: [{ source: 'agent', target: 'elsewhere' }] },
+      { ...graph, nodes: Array.from({ length: 257 }, (_, i) => `n${i}`) },
+    ])
+      expect(graphShapeOf({ graph: bad })).toBeUndefined();
+    const step = (ran: string[]) => ({ ran }) as Step;
+    const visit = visitedIn(
+      shape as NonNullable<typeof shape>,
+      [step([]), step(['agent']), step(['tools']), step(['agent'])],
+      [],
+      true,
+    );
+    expect([...visit.nodes].sort()).toEqual(['__end__', '__start__', 'agent', 'tools']);
+    expect([...visit.edges].sort()).toEqual(
+      [
+        edgeKey('__start__', 'agent'),
+        edgeKey('agent', 'tools'),
+        edgeKey('tools', 'agent'),
+        edgeKey('agent', '__end__'),
+      ].sort(),
+    );
+    const waiting = visitedIn(
+      shape as NonNullable<typeof shape>,
+      [step(['agent'])],
+      ['tools'],
+      false,
+    );
+    expect([...waiting.nodes]).toEqual(['__start__', 'agent']);
+    expect([...waiting.next]).toEqual(['tools']);
   });
 });

@@ -1,8 +1,8 @@
-import { copyThreadVia } from '../../../shared/client/copy-thread.js';
-import { type Api, ApiError, eventsFrom, type LedgerEvent, stream } from '../api.js';
+import { type Api, eventsFrom, type LedgerEvent, stream } from '../api.js';
 import { diffStates } from '../diff.js';
 import { field, fill, h, summary, time, uid } from '../dom.js';
 import { eventSummary } from '../event-summary.js';
+import { graphPicture } from '../graph-picture.js';
 import { jsonTree } from '../json-tree.js';
 import {
   bytes,
@@ -19,6 +19,7 @@ import {
   applyOps,
   type ChatMessage,
   COPY_EVENT,
+  graphShapeOf,
   parseThreadStream,
   pathTo,
   RESUME_EVENT,
@@ -32,6 +33,7 @@ import {
   threadStreamId,
   transcriptOf,
   valueSummary,
+  visitedIn,
   wholeStates,
 } from '../runs.js';
 import { describeError } from './context.js';
@@ -216,55 +218,30 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
     autocomplete: 'off',
   });
   const forkAt = h('select', { name: 'forkAt' }, ...[...steps].reverse().map(stepOption));
+  const forkProgress = h('progress', {
+    class: 'fork-progress',
+    'aria-label': 'Checkpoints copied',
+    hidden: true,
+  });
   const fork = confirmDialog(
     'Fork this run?',
     'Fork run',
     async (error) => {
       const to = threadStreamId(newThread.value, thread.ns);
       try {
-        await copyThreadVia(
-          {
-            tuple: async (id, label) => {
-              const t = await api.get<Tuple>(stream(id, '/tuple'), { label });
-              return { checkpoint: t.checkpoint, state: t.state, writes: t.writes };
-            },
-            head: async (id) => {
-              try {
-                const t = await api.get<Tuple & { checkpoint: Tuple['checkpoint'] | null }>(
-                  stream(id, '/tuple'),
-                );
-                return t.checkpoint
-                  ? { checkpoint: t.checkpoint, state: t.state, writes: t.writes }
-                  : undefined;
-              } catch (err) {
-                if (err instanceof ApiError && err.status === 404) return undefined;
-                throw err;
-              }
-            },
-            parentOf: async (id, label) =>
-              (
-                await api.get<{ parentLabel?: string }>(
-                  stream(id, `/checkpoints/${encodeURIComponent(label)}`),
-                )
-              ).parentLabel,
-            copies: async (id) => (await eventsOf(api, id, COPY_EVENT)).map((e) => e.payload),
-            checkpoint: (id, body) => api.post(stream(id, '/checkpoints'), body),
-            putWrites: async (id, label, task) => {
-              await api.post(stream(id, `/checkpoints/${encodeURIComponent(label)}/writes`), task);
-            },
-            append: async (id, evs, idempotencyKey) => {
-              await api.post(
-                stream(id, '/events'),
-                { events: evs },
-                { 'idempotency-key': idempotencyKey },
-              );
-            },
-          },
-          {
-            from: { streamId, label: forkAt.value },
-            to: { streamId: to, threadId: newThread.value },
-          },
-        );
+        // The server copies a bounded part per call (POST …/copy-thread): call until done.
+        for (let calls = 0; ; calls++) {
+          const p = await api.post<{ done: boolean; checkpoints: number; copied: number }>(
+            stream(streamId, '/copy-thread'),
+            { label: forkAt.value, to: { streamId: to, threadId: newThread.value } },
+          );
+          forkProgress.value = p.copied;
+          forkProgress.max = Math.max(1, p.checkpoints);
+          forkProgress.textContent = `${p.copied} of ${p.checkpoints}`;
+          forkProgress.hidden = false;
+          if (p.done) break;
+          if (calls >= 10_000) throw new Error('the copy makes no progress');
+        }
         location.hash = `#/r/${encodeURIComponent(to)}`;
         return true;
       } catch (err) {
@@ -280,6 +257,7 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
     ),
     field('Fork at', forkAt),
     field('New thread id', newThread, 'Letters, digits and -'),
+    forkProgress,
   );
 
   const interrupt = head?.interrupts[0];
@@ -367,17 +345,40 @@ const langGraphRun = async (api: Api, streamId: string, root: HTMLElement) => {
       sub: status === 'interrupted' ? 'waiting (interrupt)' : 'next',
       interrupted: status === 'interrupted',
     });
-  const picture = h(
-    'figure',
-    { class: 'picture' },
-    pathPicture(nodes, `Path of ${thread.threadId}`, forkedFrom),
-    h(
-      'figcaption',
-      { class: 'muted' },
-      'The nodes this run went through, in order (its checkpoints’ parent chain). The graph’s edges ' +
-        'are not stored: only the visited path is drawn. ‖ interrupt · ✖ error · ↱ forked checkpoint.',
-    ),
-  );
+  // The whole graph when the saver recorded its shape (recordGraph), else the path alone.
+  const shape = graphShapeOf(tuples.find((t) => t.checkpoint.label === head?.label)?.state);
+  const picture = shape
+    ? h(
+        'figure',
+        { class: 'picture' },
+        graphPicture(
+          shape,
+          {
+            ...visitedIn(shape, path, head?.next ?? [], status === 'done'),
+            interrupted: status === 'interrupted',
+          },
+          `Graph of ${thread.threadId}`,
+          forkedFrom,
+        ),
+        h(
+          'figcaption',
+          { class: 'muted' },
+          'The graph as its saver recorded it (recordGraph), the nodes and edges this run took in ' +
+            'bold, the rest faint. ‖ waiting on an interrupt · ▸ next · dashed edge: conditional.',
+        ),
+      )
+    : h(
+        'figure',
+        { class: 'picture' },
+        pathPicture(nodes, `Path of ${thread.threadId}`, forkedFrom),
+        h(
+          'figcaption',
+          { class: 'muted' },
+          'The nodes this run went through, in order (its checkpoints’ parent chain). The graph’s edges ' +
+            'are not stored: only the visited path is drawn (a saver that calls recordGraph(graph) ' +
+            'records them). ‖ interrupt · ✖ error · ↱ forked checkpoint.',
+        ),
+      );
 
   // — steps —
   const stepsTable = h(

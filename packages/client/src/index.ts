@@ -22,7 +22,6 @@
 export * from '../../../shared/client/checkpoint-types.js';
 export * from '../../../shared/client/client.js';
 export * from '../../../shared/client/client-proofs.js';
-export * from '../../../shared/client/copy-thread.js';
 export * from '../../../shared/client/effect-run.js';
 export * from '../../../shared/client/errors.js';
 export * from '../../../shared/client/harness.js';
@@ -38,6 +37,7 @@ export * from '../../../shared/client/trust-store.js';
 export * from '../../../shared/client/trust-store-file.js';
 export * from '../../../shared/client/tuples.js';
 export * from '../../../shared/client/types.js';
+export * from '../../../shared/domain/copy-thread.js';
 // The digest that binds a checkpoint's pending writes to the chain (docs/ledger-format.md).
 export {
   compareWrites,

@@ -12,7 +12,9 @@ import { labelOf } from './stream-ids.js';
  * an existing `newThreadId` with a history of its own is refused before anything is written
  * to it, and a copy that stopped midway (a crash, a lost reply) is finished by calling again
  * with the same options. Memory and request sizes are bounded (large changes go by ref). The
- * procedure is shared/client/copy-thread.ts, the one the console's "Fork this run" runs.
+ * procedure is shared/domain/copy-thread.ts, run here over the client's requests: the same
+ * one `POST /v1/streams/{id}/copy-thread` (which the console's "Fork this run" calls) runs
+ * over the server's services.
  */
 export interface CopyThreadOptions {
   threadId: string;
@@ -51,7 +53,7 @@ export const copyThread = async (
         const t = await client.getCheckpointTuple(stream);
         return t.checkpoint
           ? { checkpoint: t.checkpoint, state: t.state, writes: t.writes }
-          : undefined;
+          : { checkpoint: null };
       } catch (err) {
         if (notFound(err)) return undefined;
         throw err;

@@ -29,6 +29,7 @@ import {
   WRITES_IDX_MAP,
 } from '@langchain/langgraph-checkpoint';
 import { type ChannelSchema, ChannelUpcasters } from './channel-schema.js';
+import { type DrawableGraph, type GraphShape, graphShapeOf } from './graph-shape.js';
 import { diffJson } from './json-diff.js';
 import { PutWaiters } from './put-waiters.js';
 import { checkpointIdOf, labelOf, streamIdOf, threadPrefix } from './stream-ids.js';
@@ -144,6 +145,7 @@ export class HefestoSaver extends BaseCheckpointSaver {
   readonly leases: ThreadLeases | undefined;
   readonly #largeValueBytes: number;
   readonly #schema: ChannelUpcasters;
+  #graph: GraphShape | undefined;
 
   constructor(options: HefestoSaverOptions) {
     super(options.serde);
@@ -157,6 +159,23 @@ export class HefestoSaver extends BaseCheckpointSaver {
     this.leases = options.exclusive ? new ThreadLeases(this.client, options.lease) : undefined;
     this.#largeValueBytes = options.largeValueBytes ?? INLINE_BUDGET_BYTES;
     this.#schema = new ChannelUpcasters(options.schema);
+  }
+
+  /**
+   * Opts in to recording the graph's shape (graph-shape.ts): from now on each put keeps
+   * `graphShapeOf(graph)` in the thread's state at `/graph` (written when it changes), for
+   * the console to draw the whole graph with the path a run took. Call it after compiling
+   * the graph with this saver; answers the saver.
+   *
+   * @example
+   * ```ts
+   * const graph = builder.compile({ checkpointer: saver });
+   * saver.recordGraph(graph);
+   * ```
+   */
+  recordGraph(graph: DrawableGraph): this {
+    this.#graph = graphShapeOf(graph);
+    return this;
   }
 
   /** `exclusive`: releases this saver's leases of a thread (of every thread without one). */
@@ -458,12 +477,15 @@ export class HefestoSaver extends BaseCheckpointSaver {
     for (const channel of Object.keys(values)) {
       if (!(channel in checkpoint.channel_versions)) delete values[channel];
     }
+    // The graph's shape when opted in (graph-shape.ts); a saver that did not opt in keeps it.
+    const graph = (this.#graph as unknown as Json | undefined) ?? base.state.graph;
     const next: StreamState = {
       thread: ids.threadId,
       ns: ids.ns,
       ckpt: JSON.parse(JSON.stringify(rest)) as Json,
       values,
       ...this.#schema.stamp,
+      ...(graph === undefined ? {} : { graph }),
     };
     const ops: Array<DeltaOp | SetRefOp> = diffJson(base.state, next);
     for (const ref of held) {

@@ -8,6 +8,13 @@
 export type { ChannelSchema } from './channel-schema.js';
 export { COPY_EVENT, type CopyThreadOptions, copyThread } from './copy-thread.js';
 export { type EffectToolOptions, effectKeyOf, effectTool } from './effect-tool.js';
+export {
+  type DrawableGraph,
+  type GraphShape,
+  graphShapeOf,
+  MAX_GRAPH_EDGES,
+  MAX_GRAPH_NODES,
+} from './graph-shape.js';
 export { HefestoSaver, type HefestoSaverOptions, StaleThreadError } from './hefesto-saver.js';
 export {
   pendingResume,

@@ -1,8 +1,11 @@
+import { InvalidInputError, PayloadTooLargeError, StreamExistsError } from './errors.js';
+
 /**
- * A LangGraph thread's checkpoints copied into a new thread, the procedure HefestoSaver's
- * `copyThread` and the console's "Fork this run" both run over the public API (one copy of
- * it: this file imports nothing, so the browser bundle and the SDK each bring their own
- * transport as `CopyIo`).
+ * A LangGraph thread's checkpoints copied into a new thread: the one procedure behind
+ * HefestoSaver's `copyThread` (over the public API) and `POST /v1/streams/{id}/copy-thread`
+ * (over the services: the http room's copy-io.ts, the route the console's "Fork this run"
+ * calls). It is pure over its transport (`CopyIo`), so it lives in the domain, where both the
+ * SDK and the routes may import it.
  *
  * What is copied: the chain of checkpoints from the thread's first to `label` along their
  * parent labels (the path that led there, not sibling branches), each as one labelled
@@ -13,10 +16,13 @@
  * puts do), so the copy outlives its source. Last, an event `lg.copy`
  * `{from: {streamId, label}, checkpoints}` says where the copy came from.
  *
- * Bounded: the walk back keeps labels only, the copy holds one checkpoint's state at a time;
- * each checkpoint sends only what changed inside its channels (as the saver does), and the
- * largest changes go by ref (`io.putValue`, values uploaded as chunks) until the rest fits
- * COPY_BUDGET_BYTES; pending writes go in batches of at most that many bytes.
+ * Bounded: the walk back keeps labels only, the copy holds one checkpoint's state at a time
+ * (and the one before it); each checkpoint sends only what changed inside its channels (as the
+ * saver does), and the largest changes go by ref (`io.putValue`, values uploaded as chunks)
+ * until the rest fits COPY_BUDGET_BYTES; pending writes go in batches of at most that many
+ * bytes. With `bounds`, one call copies at most `maxCheckpoints` checkpoints (or stops after
+ * the one that takes what it sent past `maxBytes`) and answers `done: false`: the next call
+ * carries on from there (step 2), so a caller loops until `done`.
  *
  * Resumable, in steps (a crash after any of them is finished by running the copy again):
  * 1. Walk the parent labels back from `label` (reads only).
@@ -73,8 +79,11 @@ export interface CopiedTuple {
 export interface CopyIo {
   /** GET …/tuple?label=: the checkpoint, its state whole and its pending writes. */
   tuple(streamId: string, label: string): Promise<CopiedTuple>;
-  /** GET …/tuple: the newest checkpoint, or undefined when the stream has none (or is none). */
-  head(streamId: string): Promise<CopiedTuple | undefined>;
+  /**
+   * GET …/tuple: the newest checkpoint; `{checkpoint: null}` when the stream exists without
+   * one (a plain stream: refused), undefined when there is no such stream.
+   */
+  head(streamId: string): Promise<CopiedTuple | { checkpoint: null } | undefined>;
   /** GET …/checkpoints/{label}: its parent label. */
   parentOf(streamId: string, label: string): Promise<string | undefined>;
   /** GET …/events?type=lg.copy: the payloads of the stream's copy events (none: []). */
@@ -244,7 +253,7 @@ const opsFor = async (
   for (const c of [...channels].sort((a, b) => b.size - a.size)) {
     if (inline <= COPY_BUDGET_BYTES) break;
     if (!io.putValue)
-      throw new Error(
+      throw new PayloadTooLargeError(
         `checkpoint ${label} changes more than one request carries; copy it with copyThread from @hefesto/langgraph`,
       );
     const ref = await io.putValue(after[c.ch]);
@@ -256,8 +265,12 @@ const opsFor = async (
   return ops;
 };
 
-/** A checkpoint's writes, task by task, in requests of at most COPY_BUDGET_BYTES. */
-const putWritesOf = async (io: CopyIo, streamId: string, t: CopiedTuple): Promise<void> => {
+/**
+ * A checkpoint's writes, task by task, in requests of at most COPY_BUDGET_BYTES; answers the
+ * bytes sent.
+ */
+const putWritesOf = async (io: CopyIo, streamId: string, t: CopiedTuple): Promise<number> => {
+  let sent = 0;
   const tasks = new Map<string, { taskId: string; taskPath: string; writes: CopiedWrite[] }>();
   for (const w of t.writes) {
     const key = JSON.stringify([w.taskId, w.taskPath]);
@@ -286,9 +299,11 @@ const putWritesOf = async (io: CopyIo, streamId: string, t: CopiedTuple): Promis
       if (batch.length >= 100 || (batch.length > 0 && size + n > COPY_BUDGET_BYTES)) await send();
       batch.push(one);
       size += n;
+      sent += n;
     }
     await send();
   }
+  return sent;
 };
 
 const copyKey = (req: CopyThreadRequest): string => {
@@ -304,37 +319,80 @@ const copyKey = (req: CopyThreadRequest): string => {
 };
 
 /**
- * Copies (see the file's header); answers how many checkpoints the copy holds.
+ * How much one call of {@link copyThreadVia} copies at most (default: all of it).
  *
  * @example
  * ```ts
- * const { checkpoints } = await copyThreadVia(io, req);
+ * const bounds: CopyBounds = { maxCheckpoints: 16, maxBytes: 4 * 1024 * 1024 };
+ * ```
+ */
+export interface CopyBounds {
+  /** Checkpoints one call copies at most. */
+  maxCheckpoints?: number;
+  /** Bytes of ops and writes after which a call stops (after the checkpoint that passed it). */
+  maxBytes?: number;
+}
+
+/**
+ * Where a copy stands: `done` once every checkpoint and the `lg.copy` event are written;
+ * `copied` of the chain's `checkpoints` are in the new stream.
+ *
+ * @example
+ * ```ts
+ * for (let p = await copyThreadVia(io, req, bounds); !p.done; p = await copyThreadVia(io, req, bounds));
+ * ```
+ */
+export interface CopyProgress {
+  done: boolean;
+  checkpoints: number;
+  copied: number;
+}
+
+/**
+ * Copies (see the file's header), at most `bounds` of it in one call; answers how far the copy
+ * got.
+ *
+ * @example
+ * ```ts
+ * const { done, copied, checkpoints } = await copyThreadVia(io, req, { maxCheckpoints: 16 });
  * ```
  */
 export const copyThreadVia = async (
   io: CopyIo,
   req: CopyThreadRequest,
-): Promise<{ checkpoints: number }> => {
+  bounds: CopyBounds = {},
+): Promise<CopyProgress> => {
+  if (req.from.streamId === req.to.streamId)
+    throw new InvalidInputError('a thread is copied into another stream than its own');
   // 1. The chain, labels only, first to last.
   const labels: string[] = [];
   const seen = new Set<string>();
   for (let label: string | undefined = req.from.label; label !== undefined; ) {
     if (seen.has(label) || labels.length >= MAX_COPY_DEPTH)
-      throw new Error(`the parent chain of ${req.from.label} loops or is too long to copy`);
+      throw new InvalidInputError(
+        `the parent chain of ${req.from.label} loops or is too long to copy`,
+      );
     seen.add(label);
     labels.push(label);
     label = await io.parentOf(req.from.streamId, label);
   }
   labels.reverse();
+  const progress = (copied: number, done: boolean): CopyProgress => ({
+    done,
+    checkpoints: labels.length,
+    copied,
+  });
   // 2. Where a copy of ours stopped, if one did.
   const refused = (why: string) =>
-    new Error(
+    new StreamExistsError(
+      req.to.streamId,
       `thread ${req.to.threadId} exists with a history of its own (${why}): not copied into`,
     );
   const head = await io.head(req.to.streamId);
   let start = 0;
   let base = EMPTY_STATE_DIGEST_V2;
   let prev: Record<string, unknown> = {};
+  if (head?.checkpoint === null) throw refused('it has events and no checkpoint');
   if (head) {
     const at = labels.indexOf(head.checkpoint.label);
     if (at < 0) throw refused(`its newest checkpoint ${head.checkpoint.label} is not on the chain`);
@@ -345,7 +403,7 @@ export const copyThreadVia = async (
       return from?.streamId === req.from.streamId && from?.label === req.from.label;
     };
     if (!copies.every(ours)) throw refused('it is a copy of another checkpoint');
-    if (copies.length > 0) return { checkpoints: labels.length };
+    if (copies.length > 0) return progress(labels.length, true);
     if (head.checkpoint.stateDigest === undefined) throw refused('its head has no state digest');
     await putWritesOf(io, req.to.streamId, head);
     start = at + 1;
@@ -353,8 +411,13 @@ export const copyThreadVia = async (
     prev = head.state;
   }
   const held = new Set(refsOf(prev).map((r) => r.hash));
-  // 3. Each checkpoint, then its writes.
-  for (const label of labels.slice(start)) {
+  // 3. Each checkpoint, then its writes, as far as the bounds go.
+  const maxCheckpoints = bounds.maxCheckpoints ?? Number.POSITIVE_INFINITY;
+  const maxBytes = bounds.maxBytes ?? Number.POSITIVE_INFINITY;
+  let sent = 0;
+  for (let i = start; i < labels.length; i++) {
+    if (i - start >= maxCheckpoints || sent >= maxBytes) return progress(i, false);
+    const label = labels[i] as string;
     const t = await io.tuple(req.from.streamId, label);
     const next: Record<string, unknown> = { ...t.state, thread: req.to.threadId };
     delete next._held;
@@ -377,7 +440,7 @@ export const copyThreadVia = async (
     });
     base = res.stateDigest;
     prev = next;
-    await putWritesOf(io, req.to.streamId, t);
+    sent += utf8(ops) + (await putWritesOf(io, req.to.streamId, t));
   }
   // 4. Where the copy came from, once.
   await io.append(
@@ -385,5 +448,5 @@ export const copyThreadVia = async (
     [{ type: COPY_EVENT, payload: { from: req.from, checkpoints: labels.length } }],
     copyKey(req),
   );
-  return { checkpoints: labels.length };
+  return progress(labels.length, true);
 };
