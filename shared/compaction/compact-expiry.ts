@@ -22,7 +22,7 @@ import { type CompactDeps, type Visit, visitItem } from './compact-types.js';
  *   4. One checkpoint deletes them, on the digest of the state read (linear, no key), with
  *      the hint of the entries that stay, whose commit schedules the next visit. A client's
  *      write since the read wins: the checkpoint is refused (ErrDivergenceDetected) and the
- *      visit is scheduled for the next pass, which reads the new state (a refreshed entry
+ *      visit is scheduled for the next pass (as when more than `max` expired), which reads the new state (a refreshed entry
  *      is then not expired).
  * Dies after 3: nothing was written, the work item stays, the next pass does it again. Dies
  * after 4: the entries are gone and the next visit was scheduled by the commit; the work
@@ -71,9 +71,12 @@ export const expireEntries = async (
     });
   } catch (err) {
     if (!(err instanceof DivergenceError || err instanceof SeqConflictError)) throw err;
-    await records.put(visitItem(visit, clock.now()));
+    await records.put(visitItem(visit, clock.now() + 1));
     return 0;
   }
+  // More expired than one visit deletes: the next pass goes on. After now, so the key is not
+  // the work item this visit removes when it ends (the commit's own may be).
+  if (found.next !== undefined && found.next <= now) await records.put(visitItem(visit, now + 1));
   crash?.('expiry-committed');
   const moved = await records.get(headKey(tenant, stream));
   if (moved) visit.head = toHead(moved);
