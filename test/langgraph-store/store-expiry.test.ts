@@ -225,6 +225,28 @@ describe.each(allStores)('HefestoStore expiry by the compactor ($name)', (factor
     });
   });
 
+  describe.skipIf(!factory.enabled)('bad input', () => {
+    it('refuses a hint that is not one (400), writing nothing', async () => {
+      const store = world.store({ prefix: fresh() });
+      for (const expiry of [
+        { at: -1, path: '/items', field: 'x' },
+        { at: 1.5, path: '/items', field: 'x' },
+        { at: 1, path: 'items', field: 'x' },
+        { at: 1, path: '/items', field: '' },
+        { at: 1, path: '/items', field: 'x', more: 1 },
+      ]) {
+        await expect(
+          store.client.checkpoint('bad.', {
+            ops: [{ op: 'set', path: '/a', value: 1 }],
+            baseDigest: emptyStateDigest(2),
+            expiry,
+          } as never),
+        ).rejects.toMatchObject({ status: 400 });
+      }
+      await expect(store.client.getState('bad.')).rejects.toMatchObject({ status: 404 });
+    });
+  });
+
   describe.skipIf(!factory.enabled)('directory backfill', () => {
     it('names an older store’s namespace in the directory once a read meets it, so a removed list entry cannot hide it', async () => {
       const prefix = fresh();

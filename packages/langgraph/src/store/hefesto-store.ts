@@ -45,7 +45,8 @@ export interface HefestoStoreOptions {
   /**
    * TTL (a Hefesto extension, as LangGraph Python's store has it): `defaultTtl` minutes for
    * puts that name none; `refreshOnRead` (default true): a get or search that returns an item
-   * with a TTL moves its expiry to now + its TTL.
+   * with a TTL moves its expiry to now + its TTL. Expired items are never served, and the
+   * compactor deletes them (each checkpoint's `expiry` hint; docs/langgraph.md, "TTL").
    */
   ttl?: { defaultTtl?: number; refreshOnRead?: boolean };
   /** A value whose JSON is over this many bytes is stored by ref. Default 192 KiB. */
@@ -180,7 +181,10 @@ export class HefestoStore extends BaseStore {
     return results as OperationResults<Op>;
   }
 
-  /** Deletes the expired items of every namespace under `prefix` (one write per namespace that has some). */
+  /**
+   * Deletes the expired items of every namespace under `prefix` now (one write per namespace
+   * that has some), by this store's clock; the compactor does it on its own schedule.
+   */
   async sweep(prefix: string[] = []): Promise<number> {
     let removed = 0;
     for (const { stream } of await this.#namespaces(prefix)) {
