@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { emptyStateDigest } from '../../packages/client/src/index.js';
 import type { HefestoStore } from '../../packages/langgraph/src/index.js';
-import { streamIndexKey } from '../../shared/chain/storage-keys.js';
+import { segmentKey, streamIndexKey } from '../../shared/chain/storage-keys.js';
 import { CrashInjectedError } from '../../shared/domain/errors.js';
 import { DEFAULT_TENANT } from '../../shared/keys/keys.js';
 import type { Checkpointer } from '../../shared/state/checkpoint.js';
@@ -222,6 +222,36 @@ describe.each(allStores)('HefestoStore expiry by the compactor ($name)', (factor
       world.advance(2 * MINUTE);
       expect(await passes()).toBe(1);
       expect(await itemsOf(none.store, none.stream)).toEqual([]);
+    });
+  });
+
+  describe.skipIf(!factory.enabled)('a hint edited in storage', () => {
+    it('fails the visit closed: nothing deleted, the namespace unreadable, not emptied', async () => {
+      const prefix = fresh();
+      const stream = `${prefix}.mem.`;
+      const store = world.store({ prefix });
+      await store.put(['mem'], 'k', { n: 1 }, undefined, { ttl: 60 });
+      await store.put(['mem'], 'j', { n: 2 }, undefined, { ttl: 60 });
+      // The head's delta (seq 2, its own segment): its hint's time made one that is due now.
+      const key = segmentKey(DEFAULT_TENANT, stream, 2);
+      const stored = await world.objects.get(key);
+      const text = Buffer.from(stored?.body ?? []).toString('latin1');
+      const at = /"expiry":\{"at":(\d+)/.exec(text)?.[1];
+      expect(at).toBeDefined();
+      const edited = text.replace(
+        `"at":${at}`,
+        `"at":${String(Number(at) - 1).padStart(String(at).length, '0')}`,
+      );
+      await world.objects.putIfMatch(key, Buffer.from(edited, 'latin1'), stored?.etag as string);
+      world.advance(2 * 60 * MINUTE);
+
+      const report = await world.compactor().run();
+
+      expect(report.entriesExpired).toBe(0);
+      expect(report.errors).toBeGreaterThan(0);
+      await expect(world.store({ prefix }).client.getState(stream)).rejects.toMatchObject({
+        code: 'ErrTamperedLedger',
+      });
     });
   });
 
