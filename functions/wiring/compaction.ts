@@ -7,6 +7,7 @@ import type { Clock } from '../../shared/ports/clock.js';
 import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import type { WitnessStore } from '../../shared/ports/witness-store.js';
+import type { Checkpointer } from '../../shared/state/checkpoint.js';
 import type { StateStore } from '../../shared/state/state.js';
 
 /**
@@ -28,6 +29,8 @@ export interface CompactorDeps {
   records: RecordStore;
   clock: Clock;
   states: StateStore;
+  /** The ledger's checkpoints: the compactor deletes expired state entries with them. */
+  checkpoints: Checkpointer;
   logger: Logger;
   /** Where each run publishes the signed heads of the streams that moved (witness.ts). */
   witness?: WitnessStore;

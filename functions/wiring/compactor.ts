@@ -43,7 +43,15 @@ export const createAwsCompactor = (
     ? new S3WitnessStore({ client: s3, bucket: settings.witnessBucket, clock })
     : undefined;
   const compactor = createCompactor(
-    { objects, records, clock, states: ledger.states, logger, ...(witness ? { witness } : {}) },
+    {
+      objects,
+      records,
+      clock,
+      states: ledger.states,
+      checkpoints: ledger.checkpoints,
+      logger,
+      ...(witness ? { witness } : {}),
+    },
     settings,
   );
   return { compactor, logger };

@@ -123,6 +123,7 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
       records,
       clock,
       states: ledger.states,
+      checkpoints: ledger.checkpoints,
       logger,
       witness,
       purgeExpired: () => records.purgeExpired(),

@@ -54,6 +54,7 @@ export const runCompaction = async (
         records: stores.records,
         clock,
         states: ledger.states,
+        checkpoints: ledger.checkpoints,
         logger,
         ...(stores.witness ? { witness: stores.witness } : {}),
       },

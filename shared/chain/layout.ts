@@ -41,6 +41,11 @@ export interface HeadRecord {
   pending?: number;
   /** Retention: the stream is deleted once this time (ms) has passed. */
   expiresAt?: number;
+  /**
+   * When the compactor's visit for the state's expiring entries is scheduled (a delta's
+   * `expiry` hint, commit-extras.ts): a scheduling aid only, never what decides a deletion.
+   */
+  expiryDueAt?: number;
   /** Retention: events older than this (ms) are pruned by the compactor. */
   pruneAfterMs?: number;
   /** Events up to here were pruned; verification starts from (prunedSeq, prunedHash). */
@@ -147,6 +152,7 @@ export const toHead = (item: Item): HeadRecord => ({
     pending: optNum(item, 'pending'),
     expiresAt: optNum(item, 'expiresAt'),
     pruneAfterMs: optNum(item, 'pruneAfterMs'),
+    expiryDueAt: optNum(item, 'expiryDueAt'),
     prunedSeq: optNum(item, 'prunedSeq'),
     prunedHash: typeof item.prunedHash === 'string' ? item.prunedHash : undefined,
     clearedSeq: optNum(item, 'clearedSeq'),

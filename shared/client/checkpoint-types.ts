@@ -34,6 +34,12 @@ export interface CheckpointDelta {
   schema?: number;
   /** Record it as a `hefesto.migration` from schema version `from` to `to` (ops may be empty). */
   migration?: { from: number; to: number };
+  /**
+   * A hint for the compactor: the entries of the object at `path` whose member `field` is a
+   * time (ms), the earliest at `at`, are deleted by the compactor once expired by the server's
+   * clock (docs/records-v2.md). Only when to look: the compactor decides from the state.
+   */
+  expiry?: { at: number; path: string; field: string };
 }
 
 /**

@@ -4,7 +4,7 @@ import type { EventInput, SealedEvent } from '../domain/event.js';
 import { payloadJsonOf } from '../domain/event.js';
 import type { SegmentHeader } from '../domain/segment.js';
 import type { HeadSigner } from '../domain/signed-head.js';
-import { appliesOps, DELTA_EVENT, FORK_EVENT } from '../domain/state.js';
+import { appliesOps, DELTA_EVENT, type ExpiryHint, FORK_EVENT } from '../domain/state.js';
 import type { Clock, IdSource } from '../ports/clock.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
@@ -157,6 +157,8 @@ export type CommitSegment = Pick<
     bindings?: Array<{ seq: number; type: string; payload: () => unknown }>;
     /** Seqs of its session-history clears (commit-extras.ts clearsOf). */
     clears?: number[];
+    /** The expiry hint of its last delta (commit-extras.ts expiryOf); null: that delta has none. */
+    expiry?: ExpiryHint | null;
     /** Chain hashes of its events in seq order: the tree's new leaves. */
     hashes: string[];
     size: number;

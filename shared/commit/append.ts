@@ -56,6 +56,7 @@ import {
   clearsOf,
   commitExtras,
   deltaSeqsOf,
+  expiryOf,
   labelledOf,
 } from './commit-extras.js';
 import { CommitRefusedError, CommitTransaction } from './commit-tx.js';
@@ -250,6 +251,7 @@ export class Appender {
         labelled: labelledOf(batch),
         bindings: bindingsOf(batch),
         clears: clearsOf(batch),
+        expiry: expiryOf(batch),
         size: body.length,
         ttlMs: req.ttlMs,
         hashes: events.map((e) => e.hash),
@@ -496,6 +498,7 @@ export class Appender {
       labelled: labelledOf(batch),
       bindings: bindingsOf(batch),
       clears: clearsOf(batch),
+      expiry: expiryOf(batch),
       size: stored.body.length,
       ttlMs,
       hashes: events.map((e) => e.hash),
@@ -581,6 +584,7 @@ export class Appender {
       labelled: segment.labelled,
       bindings: segment.bindings,
       clears: segment.clears,
+      expiry: segment.expiry,
       ttlMs: segment.ttlMs,
     });
     const depth: Record<string, number> =

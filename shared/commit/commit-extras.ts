@@ -8,7 +8,8 @@ import {
 } from '../chain/storage-keys.js';
 import { bindingOf, leavesOf } from '../chain/writes-binding.js';
 import { genesisHash } from '../domain/event.js';
-import { DELTA_EVENT } from '../domain/state.js';
+import { hintOf } from '../domain/expiry-hint.js';
+import { appliesOps, DELTA_EVENT, type ExpiryHint, FORK_EVENT } from '../domain/state.js';
 import type { JsonValue, TransactOp } from '../ports/record-store.js';
 import { labelOps } from './labels.js';
 import { bindingOps } from './writes-ops.js';
@@ -36,6 +37,10 @@ import { bindingOps } from './writes-ops.js';
  * - a session history's clear (a delta with `clear: true`) sets the head's `clearedSeq` and
  *   schedules the compactor's visit now: the chain is cut there (clear-cut.ts) by the clear's
  *   request, or by that visit if the request dies first.
+ * - a batch whose last state-setting delta carries an `expiry` hint (domain/expiry-hint.ts)
+ *   schedules the compactor's visit at the hint's time, unless one is scheduled already
+ *   (`expiryDueAt` on the head) after now and no later; the visit reads the verified state
+ *   and decides (compact-expiry.ts), so a hint early or late changes when, never what.
  */
 
 export interface CommitExtrasOptions {
@@ -86,6 +91,16 @@ export const clearsOf = (events: BatchEvent[]): number[] =>
     )
     .map((e) => e.seq);
 
+/**
+ * The expiry hint of the batch's last state-setting event: undefined, the batch sets no
+ * state; null, that event carries none (or one that is not a hint).
+ */
+export const expiryOf = (events: BatchEvent[]): ExpiryHint | null | undefined => {
+  const last = events.findLast((e) => appliesOps(e.type) || e.type === FORK_EVENT);
+  if (!last) return undefined;
+  return (last.type !== FORK_EVENT && hintOf(last.payload())) || null;
+};
+
 /** The events of a batch that freeze or bind a checkpoint's pending writes (writes-binding.ts). */
 export const bindingsOf = (events: BatchEvent[]): BatchEvent[] =>
   events.filter((e) => {
@@ -100,7 +115,13 @@ export const commitExtras = (
     stream: string;
     now: number;
     /** The head before this commit (absent fields: an older record, count from 0). */
-    head: { exists: boolean; pending?: number; deltas: number; labels?: number };
+    head: {
+      exists: boolean;
+      pending?: number;
+      deltas: number;
+      labels?: number;
+      expiryDueAt?: number;
+    };
     lastSeq: number;
     deltaSeqs: number[];
     /** The batch's delta events that carry a label (labelledOf). */
@@ -109,6 +130,8 @@ export const commitExtras = (
     bindings?: BatchEvent[];
     /** Seqs of the batch's session-history clears (clearsOf). */
     clears?: number[];
+    /** The expiry hint of the batch's last state-setting event (expiryOf). */
+    expiry?: ExpiryHint | null;
     /** The request's TTL, used only when this commit creates the stream. */
     ttlMs?: number;
   },
@@ -144,6 +167,15 @@ export const commitExtras = (
   if (cleared !== undefined) {
     fields.clearedSeq = cleared;
     ops.push({ kind: 'put', item: { ...dueKey(tenant, stream, now), tenant, stream } });
+  }
+  if (at.expiry) {
+    const due = head.exists ? head.expiryDueAt : undefined;
+    // A visit already coming, no later than this hint, reads the state then and schedules
+    // the next from it: another would only repeat it.
+    if (!(due !== undefined && due > now && due <= at.expiry.at)) {
+      fields.expiryDueAt = at.expiry.at;
+      ops.push({ kind: 'put', item: { ...dueKey(tenant, stream, at.expiry.at), tenant, stream } });
+    }
   }
   if (!head.exists) {
     ops.push({ kind: 'put', item: { ...streamIndexKey(tenant, stream), createdAt: now } });

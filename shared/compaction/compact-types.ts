@@ -22,6 +22,8 @@ export type CompactStep =
   | 'stream-objects-deleted'
   | 'stream-records-deleted'
   | 'stream-deleted'
+  | 'expiry-read'
+  | 'expiry-committed'
   | 'lease-released'
   | 'work-removed';
 
@@ -57,6 +59,8 @@ export interface CompactionStats {
   witnessObjects: number;
   /** Chunks the tenant chunk GC deleted (chunk-gc.ts). */
   chunksDeleted: number;
+  /** Expired entries deleted from states (compact-expiry.ts). */
+  entriesExpired: number;
 }
 
 export const emptyStats = (): CompactionStats => ({
@@ -78,6 +82,7 @@ export const emptyStats = (): CompactionStats => ({
   headsWitnessed: 0,
   witnessObjects: 0,
   chunksDeleted: 0,
+  entriesExpired: 0,
 });
 
 export interface CompactDeps {

@@ -16,8 +16,10 @@ import type { RecordStore } from '../ports/record-store.js';
 import type { WitnessStore } from '../ports/witness-store.js';
 import { writeTreeTiles } from '../proofs/tree-tiles.js';
 import { publishWitness } from '../proofs/witness.js';
+import type { Checkpointer } from '../state/checkpoint.js';
 import type { StateStore } from '../state/state.js';
 import { ChunkCollector, type ChunkGcStep } from './chunk-gc.js';
+import { expireEntries } from './compact-expiry.js';
 import { collectGarbage, sweepOrphans } from './compact-gc.js';
 import { acquireLease, releaseLease, renewLease } from './compact-lease.js';
 import { mergeStream } from './compact-merge.js';
@@ -45,7 +47,8 @@ import {
  *      lease (compact-lease.ts; renewed before each merge round; a stream another compactor
  *      holds is left for later). A visit, each step fenced by the lease:
  *      expiry (compact-retention.ts) — an expired stream is deleted and nothing else is done;
- *      missing base snapshots are written; the Merkle tree's tiles (and the backfill of a
+ *      the state's expired entries, when its last delta's hint says some are due, deleted by
+ *      one checkpoint on the digest read (compact-expiry.ts); missing base snapshots are written; the Merkle tree's tiles (and the backfill of a
  *      stream written before trees; tree-tiles.ts); pruning; merges (compact-merge.ts); garbage and
  *      orphans past their grace are deleted, then the stream is swept for new orphans
  *      (compact-gc.ts). A visit out of time makes its first merge all the same (and pruning
@@ -66,6 +69,13 @@ export interface CompactorOptions {
   ids: IdSource;
   /** Hydration, to write base snapshots. */
   states: StateStore;
+  /**
+   * The ledger's checkpoints, to delete the expired entries of states whose deltas carry an
+   * `expiry` hint (compact-expiry.ts); without it, they stay (reads leave them out).
+   */
+  checkpoints?: Checkpointer;
+  /** Expired entries deleted at most per stream visit (one checkpoint). Default 1000. */
+  maxExpiredPerVisit?: number;
   /** Target size of a merged segment. Default 4 MiB. */
   targetBytes?: number;
   /** How long superseded objects stay readable. Default 10 min. */
@@ -309,6 +319,14 @@ export class Compactor {
     if (expiry === 'deleted') return 'gone';
     if (expiry === 'partial') return 'partial';
     if (expiry === 'waiting') return 'done';
+    const { checkpoints } = this.#o;
+    if (checkpoints) {
+      visit.stats.entriesExpired += await expireEntries(
+        { ...deps, checkpoints },
+        visit,
+        this.#o.maxExpiredPerVisit ?? 1000,
+      );
+    }
     await this.#writeDueBases(visit);
     // Tiles before pruning: their leaves come from the segments pruning deletes.
     const tiles = await writeTreeTiles(

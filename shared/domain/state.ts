@@ -59,6 +59,21 @@ export interface DeltaPayload {
    * before it is served any more and the compactor removes it (docs/openai-agents.md).
    */
   clear?: true;
+  /**
+   * A hint for the compactor (expiry-hint.ts): entries of the object at `path` whose `field`
+   * is a time (ms) at or before the server's now may be deleted, the earliest at `at`.
+   */
+  expiry?: ExpiryHint;
+}
+
+/** A delta's expiry hint: what the compactor looks for, and from when (expiry-hint.ts). */
+export interface ExpiryHint {
+  /** The earliest expiry (ms) of any entry, as the writer computed it: never trusted. */
+  at: number;
+  /** The object whose entries expire (an RFC 6901 pointer; `""`: the state). */
+  path: string;
+  /** The member of each entry that holds its expiry (ms). */
+  field: string;
 }
 
 /** A migration's payload: a delta's, and the schema versions it turns the state from and to. */

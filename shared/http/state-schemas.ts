@@ -92,6 +92,21 @@ export const CheckpointBody = z
         'The schema version of the state the ops yield, recorded on the delta ' +
         '(docs/schema-evolution.md); absent: 1',
     }),
+    expiry: z
+      .strictObject({
+        at: z.number().int().min(0),
+        path: z.string().max(1024),
+        field: z.string(),
+      })
+      .optional()
+      .openapi({
+        description:
+          'A hint for the compactor (docs/records-v2.md): the entries of the object at `path` ' +
+          '(a JSON pointer) whose member `field` is a time (ms) expire then, the earliest at ' +
+          '`at`. From `at` on, the compactor reads the verified state and deletes, with a ' +
+          'checkpoint of its own on the digest it read, the entries expired by its clock; the ' +
+          'hint only says when to look (a wrong one deletes nothing live)',
+      }),
     migration: z
       .strictObject({ from: SchemaVersion, to: SchemaVersion })
       .refine((m) => m.to > m.from, 'a migration goes to a higher version')

@@ -18,6 +18,7 @@ import {
   DELTA_EVENT,
   type DeltaOp,
   type DeltaPayload,
+  type ExpiryHint,
   FORK_EVENT,
   type ForkPayload,
   MIGRATION_EVENT,
@@ -117,6 +118,8 @@ export interface CheckpointRequest {
    * `clear: true` and its commit marks the head's `clearedSeq`, where the chain is cut.
    */
   clear?: true;
+  /** v2: the compactor's hint of expiring entries (domain/expiry-hint.ts), checked. */
+  expiry?: ExpiryHint;
   /** The request's share of the process's memory (memory-pool.ts); none: not counted. */
   memory?: MemoryAccount;
 }
@@ -522,7 +525,8 @@ export class Checkpointer {
       req.parentLabel !== undefined ||
       req.schema !== undefined ||
       req.migration !== undefined ||
-      req.clear !== undefined;
+      req.clear !== undefined ||
+      req.expiry !== undefined;
     if (!v2) return v1;
     const reset = deltasAfter > 0 && deltasAfter % this.#o.states.snapshotEvery === 0;
     return {
@@ -542,6 +546,7 @@ export class Checkpointer {
       ...(req.schema === undefined ? {} : { schema: req.schema }),
       ...(req.migration ? { from: req.migration.from, to: req.migration.to } : {}),
       ...(req.clear ? { clear: true as const } : {}),
+      ...(req.expiry ? { expiry: req.expiry } : {}),
     } satisfies DeltaPayload & { from?: number; to?: number };
   }
 

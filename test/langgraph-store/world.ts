@@ -1,10 +1,12 @@
 import { pino } from 'pino';
 import { HefestoClient } from '../../packages/client/src/index.js';
 import { HefestoStore, type HefestoStoreOptions } from '../../packages/langgraph/src/index.js';
+import { Compactor, type CompactorOptions } from '../../shared/compaction/compactor.js';
 import { createApp } from '../../shared/http/app.js';
 import { KeyService } from '../../shared/keys/keys.js';
 import { Ledger } from '../../shared/ledger/ledger.js';
 import type { Clock } from '../../shared/ports/clock.js';
+import type { ObjectStore } from '../../shared/ports/object-store.js';
 import type { RecordStore } from '../../shared/ports/record-store.js';
 import { FakeSigner, KeyRing } from '../../shared/ports/signer.js';
 import type { StoreFactory, StorePair } from '../support/stores.js';
@@ -20,7 +22,12 @@ import type { StoreFactory, StorePair } from '../support/stores.js';
 export const ROOT_KEY = 'root-key-for-store-tests-0123456789abcdef';
 
 export interface StoreWorld {
-  store(options?: Partial<HefestoStoreOptions>): HefestoStore;
+  /** A store on the root key's tenant (`default`), or on `apiKey`'s. */
+  store(options?: Partial<HefestoStoreOptions> & { apiKey?: string }): HefestoStore;
+  /** A key of its own tenant (write scope), for a second tenant's store. */
+  tenantKey(tenant: string): Promise<string>;
+  /** The scheduled compactor over the same stores and clock, with the ledger's checkpoints. */
+  compactor(options?: Partial<CompactorOptions>): Compactor;
   /** Every request any store of this world sent, in order. */
   sent: string[];
   /** Loses the reply of the next `n` POSTs of any store, after the server answered them. */
@@ -32,6 +39,9 @@ export interface StoreWorld {
   holdNext(match: (request: string) => boolean): { reached: Promise<void>; release(): void };
   /** The server's records (for tampering with side records); the root key's tenant is `default`. */
   records: RecordStore;
+  objects: ObjectStore;
+  /** The server's ledger (its checkpoints, to order a compactor's commit against a client's). */
+  ledger: Ledger;
   now(): number;
   advance(ms: number): void;
   close(): Promise<void>;
@@ -68,12 +78,28 @@ export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld
     }
     return res;
   }) as typeof globalThis.fetch;
+  let compactors = 0;
   return {
-    store: (options = {}) =>
+    tenantKey: async (tenant) => {
+      const root = await keys.authenticate(ROOT_KEY);
+      return (await keys.create(root, { tenant, scopes: ['read', 'write'] })).key;
+    },
+    compactor: (options = {}) =>
+      new Compactor({
+        objects: stores.objects,
+        records: stores.records,
+        clock,
+        ids: { newId: () => `compactor-${++compactors}` },
+        states: ledger.states,
+        checkpoints: ledger.checkpoints,
+        graceMs: 10_000,
+        ...options,
+      }),
+    store: ({ apiKey = ROOT_KEY, ...options } = {}) =>
       new HefestoStore({
         client: new HefestoClient({
           baseUrl: 'http://hefesto.test',
-          apiKey: ROOT_KEY,
+          apiKey,
           fetch,
           retry: { maxAttempts: 4, baseDelayMs: 1 },
           sleep: async () => {},
@@ -98,6 +124,8 @@ export const startStoreWorld = async (factory: StoreFactory): Promise<StoreWorld
       return { reached, release };
     },
     records: stores.records,
+    objects: stores.objects,
+    ledger,
     now: () => now,
     advance: (ms) => {
       now += ms;

@@ -57,6 +57,9 @@ const CompactionReport = z
     headsWitnessed: int,
     witnessObjects: int,
     chunksDeleted: int.openapi({ description: 'Chunks the tenant chunk GC deleted' }),
+    entriesExpired: int.openapi({
+      description: 'Expired state entries deleted (a delta’s `expiry` hint, docs/records-v2.md)',
+    }),
     more: z.boolean().openapi({ description: 'Work was left for the next pass' }),
     durationMs: int,
   })

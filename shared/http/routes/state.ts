@@ -3,6 +3,7 @@ import { checkMeta } from '../../commit/labels.js';
 import type { JsonValue } from '../../domain/canonical.js';
 import { canonicalJson } from '../../domain/canonical.js';
 import { InvalidInputError, PayloadTooLargeError } from '../../domain/errors.js';
+import { checkExpiryHint } from '../../domain/expiry-hint.js';
 import { checkOpsDepth, type HttpLimits } from '../../domain/limits.js';
 import type { DeltaOp } from '../../domain/state.js';
 import type { KeyService } from '../../keys/keys.js';
@@ -62,7 +63,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       'SET/DELETE operations (RFC 6901 paths) on the stream state, recorded as a hash-chained ' +
       '`hefesto.delta` event. `baseDigest` must be the current state digest (else 409 ' +
       'ErrDivergenceDetected); ops that cannot apply are 422 ErrInvalidDelta. With `label`, ' +
-      '`meta`, `parentLabel`, `baseSeq` or `schema` the event is a v2 delta (docs/records-v2.md); ' +
+      '`meta`, `parentLabel`, `baseSeq`, `schema` or `expiry` the event is a v2 delta (docs/records-v2.md); ' +
       'with `migration` it is a `hefesto.migration` (docs/schema-evolution.md). Nothing is ' +
       `written on any error. The ops are limited like an event payload (${limits.maxPayloadBytes} bytes).`,
     security: BEARER_SECURITY,
@@ -115,6 +116,7 @@ export const stateRoutes = ({ ledger, keys, limits }: StateRoutesDeps) => {
       parentLabel: req.parentLabel,
       schema: req.schema,
       migration: req.migration,
+      expiry: req.expiry === undefined ? undefined : checkExpiryHint(req.expiry),
       memory: c.get('memory'),
     });
     if (result.replayed) c.header('Idempotent-Replayed', 'true');

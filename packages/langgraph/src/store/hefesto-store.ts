@@ -45,7 +45,8 @@ export interface HefestoStoreOptions {
   /**
    * TTL (a Hefesto extension, as LangGraph Python's store has it): `defaultTtl` minutes for
    * puts that name none; `refreshOnRead` (default true): a get or search that returns an item
-   * with a TTL moves its expiry to now + its TTL.
+   * with a TTL moves its expiry to now + its TTL. Expired items are never served, and the
+   * compactor deletes them (each checkpoint's `expiry` hint; docs/langgraph.md, "TTL").
    */
   ttl?: { defaultTtl?: number; refreshOnRead?: boolean };
   /** A value whose JSON is over this many bytes is stored by ref. Default 192 KiB. */
@@ -64,6 +65,8 @@ const MINUTE = 60_000;
 const DIRECTORY = '_dir';
 const PAGE = 100;
 const READS_IN_FLIGHT = 4;
+/** Namespaces added to the directory at most per read (#backfill). */
+const BACKFILL_MAX = 100;
 
 const mapLimit = async <T, R>(xs: T[], f: (x: T) => Promise<R>): Promise<R[]> => {
   const out: R[] = new Array(xs.length);
@@ -178,7 +181,10 @@ export class HefestoStore extends BaseStore {
     return results as OperationResults<Op>;
   }
 
-  /** Deletes the expired items of every namespace under `prefix` (one write per namespace that has some). */
+  /**
+   * Deletes the expired items of every namespace under `prefix` now (one write per namespace
+   * that has some), by this store's clock; the compactor does it on its own schedule.
+   */
   async sweep(prefix: string[] = []): Promise<number> {
     let removed = 0;
     for (const { stream } of await this.#namespaces(prefix)) {
@@ -331,11 +337,41 @@ export class HefestoStore extends BaseStore {
       named.add(stream);
       out.push({ stream, ns: entry.v as string[], listed: inList.has(stream) });
     }
-    for (const stream of listed) {
-      if (!named.has(stream))
-        out.push({ stream, ns: namespaceOf(this.#prefix, stream), listed: true });
+    const unnamed = listed.filter((stream) => !named.has(stream));
+    for (const stream of unnamed) {
+      out.push({ stream, ns: namespaceOf(this.#prefix, stream), listed: true });
     }
+    if (unnamed.length > 0) await this.#backfill(unnamed.slice(0, BACKFILL_MAX));
     return out;
+  }
+
+  /**
+   * Names in the directory the namespaces only the stream list names (made by a store before
+   * the directory existed), so that a list entry removed later cannot hide them: their states
+   * are read (a listed stream without one, or whose state is not a namespace, is not added),
+   * then one conditional directory write adds those it does not name yet (#enlist: nothing
+   * when another worker added them first). At most BACKFILL_MAX per read, so a read's work is
+   * bounded; the rest on the next. Best effort: a read answers the same without it (a key
+   * that may not write, a lost race), and the next read tries again.
+   */
+  #names(ns: unknown, stream: string): boolean {
+    try {
+      return Array.isArray(ns) && namespaceStream(this.#prefix, ns as string[]) === stream;
+    } catch {
+      return false;
+    }
+  }
+
+  async #backfill(streams: string[]): Promise<void> {
+    try {
+      const states = await mapLimit(streams, (s) => this.#streams.read(s));
+      const found = streams
+        .map((stream, i) => ({ stream, ns: states[i]?.ns }))
+        .filter((x): x is { stream: string; ns: string[] } => this.#names(x.ns, x.stream));
+      await this.#enlist(found);
+    } catch {
+      // Left for the next read: what this one answers does not depend on it.
+    }
   }
 
   /**

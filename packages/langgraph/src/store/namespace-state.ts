@@ -76,3 +76,18 @@ export const applyChange = (change: Change, base: NamespaceState | null): Namesp
   if (change.n !== undefined) state.n = change.n;
   return state;
 };
+
+/**
+ * The hint a checkpoint of this state carries for the compactor (docs/records-v2.md `expiry`):
+ * its items' earliest expiry; none when no item has one. The compactor reads the verified
+ * state at that time and deletes the items whose `x` has passed by its clock.
+ */
+export const expiryOf = (
+  state: NamespaceState,
+): { at: number; path: string; field: string } | undefined => {
+  let at: number | undefined;
+  for (const item of Object.values(state.items)) {
+    if (item.x !== undefined) at = at === undefined ? item.x : Math.min(at, item.x);
+  }
+  return at === undefined ? undefined : { at: Math.floor(at), path: '/items', field: 'x' };
+};

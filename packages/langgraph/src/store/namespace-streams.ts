@@ -5,7 +5,13 @@ import {
   type Json,
   type StateValue,
 } from '@hefesto/client';
-import { applyChange, type Change, type NamespaceState, opsOf } from './namespace-state.js';
+import {
+  applyChange,
+  type Change,
+  expiryOf,
+  type NamespaceState,
+  opsOf,
+} from './namespace-state.js';
 
 /**
  * The namespaces' streams as this store holds them: the last verified state of each stream
@@ -16,6 +22,9 @@ import { applyChange, type Change, type NamespaceState, opsOf } from './namespac
  * 2. it is sent as one checkpoint on that state's digest;
  * 3. refused because another worker moved the stream (ErrDivergenceDetected): read the
  *    deltas since, make the change again from the new state, send again (at most 8 times).
+ *
+ * Each checkpoint carries the state's earliest item expiry as its `expiry` hint, so the
+ * compactor deletes expired items from the state (namespace-state.ts expiryOf).
  *
  * So two workers' puts of one key are applied one after the other: the last one the server
  * commits wins, whole. A reply lost after the commit is retried by the client with the same
@@ -116,9 +125,14 @@ export class NamespaceStreams {
       if (change === null) return;
       const ops = opsOf(change, held.state);
       if (ops.length === 0) return;
+      const state = applyChange(change, held.state);
+      const expiry = expiryOf(state);
       try {
-        const res = await this.#client.checkpoint(stream, { ops, baseDigest: held.stateDigest });
-        const state = applyChange(change, held.state);
+        const res = await this.#client.checkpoint(stream, {
+          ops,
+          baseDigest: held.stateDigest,
+          ...(expiry ? { expiry } : {}),
+        });
         this.#hold(stream, { seq: res.seq, stateDigest: res.stateDigest, state });
         return;
       } catch (err) {
