@@ -1,4 +1,4 @@
-import { headItem, headMismatch, isStrandedOrphan } from '../chain/chain-head.js';
+import { headItem, headMismatch, isStrandedOrphan, LayoutRaceError } from '../chain/chain-head.js';
 import { toHead, toIdempotency, toSegmentIndex } from '../chain/layout.js';
 import {
   headKey,
@@ -141,7 +141,11 @@ export {
 
 const isDeleting = (item: unknown): boolean => (item as Item | undefined)?.status === 'deleting';
 
+/** Streams whose head hash this process knows ends a clear chain (#chainIsClear). */
+const CLEAR_HEADS_KEPT = 10_000;
+
 export class Appender {
+  readonly #clearAt = new Map<string, string>();
   readonly #o: Required<Omit<AppendOptions, 'crash' | 'signer' | 'keyring'>> &
     Pick<AppendOptions, 'crash' | 'signer' | 'keyring'>;
 
@@ -269,6 +273,7 @@ export class Appender {
         committed = await this.#adoptedReceipt(req, ours);
       }
       crash?.('committed');
+      if (!keyset) this.#rememberClear(`${req.tenant}/${req.stream}`, last.hash);
       const { receipt, incarnation } = committed;
       const response = {
         ...responseOf(ours, ours.stateDigest),
@@ -431,6 +436,7 @@ export class Appender {
           `the stream has key ${stripped.keyId}, its head names none`,
         );
       }
+      await this.#chainIsClear(req, head);
       return undefined;
     }
     if (!keyring) throw new ContentSealedError(`stream ${req.stream}`);
@@ -443,6 +449,65 @@ export class Appender {
       );
     }
     return keyset;
+  }
+
+  /**
+   * A head without a keyId is believed clear only when the chain says so: the segment that
+   * ends at the head (its last event's hash is the head's) must be format 1. A head whose
+   * keyId was stripped, with its key record deleted too or on a server without a keyring,
+   * still ends in a format 2 segment, and the append is refused (never written in the clear
+   * beside sealed segments). A stream life is one format (sealing starts at its first
+   * append), so a hash known clear is remembered: an append after this process's own costs
+   * no read; one after another writer's reads the last segment once (one index record, one
+   * object). A head whose whole chain was pruned has no segment left to ask and is taken as
+   * it stands (docs/privacy.md says so).
+   */
+  async #chainIsClear(req: AppendRequest, head: ChainHead): Promise<void> {
+    if (head.seq === 0) return;
+    const id = `${req.tenant}/${req.stream}`;
+    if (this.#clearAt.get(id) === head.hash) return;
+    if (head.prunedSeq !== undefined && head.prunedSeq >= head.seq) return;
+    const { records, objects } = this.#o;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const item = await records.get(segmentIndexKey(req.tenant, req.stream, head.seq));
+      if (!item) {
+        // the head moved (the commit's condition refuses ours then), or its segment is gone
+        const now = await headItem(records, req.tenant, req.stream);
+        if (now && now.seq === head.seq && now.hash === head.hash) {
+          throw headMismatch(head, 'no segment ends at the head');
+        }
+        return;
+      }
+      const index = toSegmentIndex(item);
+      const stored = await objects.get(index.objectKey);
+      if (!stored) continue; // replaced by a merge in between: read the index again
+      const { header } = decodeSegment(
+        stored.body,
+        { tenant: req.tenant, stream: req.stream, firstSeq: index.firstSeq },
+        { verifyOnly: true },
+      );
+      if (header.lastSeq !== head.seq || header.lastHash !== head.hash) {
+        throw headMismatch(head, 'the head hash is not the end of the chain');
+      }
+      if (header.format !== 1) {
+        throw new TamperedLedgerError(
+          head.seq,
+          `the chain is sealed (format ${header.format}), its head names no key`,
+        );
+      }
+      this.#rememberClear(id, head.hash);
+      return;
+    }
+    throw new LayoutRaceError(head.seq, 'the last segment kept moving while it was read');
+  }
+
+  #rememberClear(id: string, hash: string): void {
+    this.#clearAt.delete(id);
+    this.#clearAt.set(id, hash);
+    if (this.#clearAt.size > CLEAR_HEADS_KEPT) {
+      const oldest = this.#clearAt.keys().next().value;
+      if (oldest !== undefined) this.#clearAt.delete(oldest);
+    }
   }
 
   async #rollForward(
