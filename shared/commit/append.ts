@@ -453,7 +453,9 @@ export class Appender {
 
   /**
    * A head without a keyId is believed clear only when the chain says so: the segment that
-   * ends at the head (its last event's hash is the head's) must be format 1. A head whose
+   * ends at the head (its last event's hash is the head's) must be format 1; any format 2
+   * segment there refuses the append (a format 1 one that does not end at the head hash is
+   * an edited head, which the commit's condition refuses). A head whose
    * keyId was stripped, with its key record deleted too or on a server without a keyring,
    * still ends in a format 2 segment, and the append is refused (never written in the clear
    * beside sealed segments). A stream life is one format (sealing starts at its first
@@ -486,16 +488,17 @@ export class Appender {
         { tenant: req.tenant, stream: req.stream, firstSeq: index.firstSeq },
         { verifyOnly: true },
       );
-      if (header.lastSeq !== head.seq || header.lastHash !== head.hash) {
-        throw headMismatch(head, 'the head hash is not the end of the chain');
-      }
       if (header.format !== 1) {
         throw new TamperedLedgerError(
           head.seq,
           `the chain is sealed (format ${header.format}), its head names no key`,
         );
       }
-      this.#rememberClear(id, head.hash);
+      // A clear segment that does not end at the head: the head (or its index record) was
+      // edited, which the commit's own condition refuses; not remembered as clear.
+      if (header.lastSeq === head.seq && header.lastHash === head.hash) {
+        this.#rememberClear(id, head.hash);
+      }
       return;
     }
     throw new LayoutRaceError(head.seq, 'the last segment kept moving while it was read');
