@@ -264,7 +264,12 @@ export class Appender {
           tenant: req.tenant,
           stream: req.stream,
           head: commitHead,
-          segment: { ...header, ...ours, ...extra, ...(keyset && { keyId: keyset.keyId }) },
+          segment: {
+            ...header,
+            ...ours,
+            ...extra,
+            ...(keyset && { keyId: keyset.keyId, contentKey: keyset.keys.content }),
+          },
           objectKey: key,
           fence: req.fence,
         });
@@ -577,7 +582,12 @@ export class Appender {
     }
     let committed: Committed;
     try {
-      const segment = { ...header, ...effect, ...extra };
+      const segment = {
+        ...header,
+        ...effect,
+        ...extra,
+        ...(keyset && { contentKey: keyset.keys.content }),
+      };
       const checks = writer ? [] : [notRefusedCheck(req.tenant, req.stream, header)];
       committed = await this.#commit({
         tenant: req.tenant,
@@ -650,6 +660,7 @@ export class Appender {
       bindings: segment.bindings,
       clears: segment.clears,
       ttlMs: segment.ttlMs,
+      contentKey: segment.contentKey,
     });
     const depth: Record<string, number> =
       segment.stateDepth === undefined ? {} : { stateDepth: segment.stateDepth };
