@@ -458,16 +458,15 @@ export class Appender {
 
   /**
    * A head without a keyId is believed clear only when the chain says so: the segment that
-   * ends at the head (its last event's hash is the head's) must be format 1; any format 2
-   * segment there refuses the append (a format 1 one that does not end at the head hash is
-   * an edited head, which the commit's condition refuses). A head whose
-   * keyId was stripped, with its key record deleted too or on a server without a keyring,
-   * still ends in a format 2 segment, and the append is refused (never written in the clear
-   * beside sealed segments). A stream life is one format (sealing starts at its first
-   * append), so a hash known clear is remembered: an append after this process's own costs
-   * no read; one after another writer's reads the last segment once (one index record, one
-   * object). A head whose whole chain was pruned has no segment left to ask and is taken as
-   * it stands (docs/privacy.md says so).
+   * ends at the head (its last event's hash is the head's, verified) must be format 1; a
+   * format 2 segment there refuses the append (a format 1 one not ending at the head hash is
+   * an edited head, which the commit's condition refuses). So a head whose keyId was
+   * stripped, with its key record deleted too or on a server without a keyring, still ends
+   * in a format 2 segment and is never appended to in the clear. A stream life is one format
+   * (sealing starts at its first append), so a hash known clear is remembered: an append
+   * after this process's own reads nothing more; one after another writer's reads the last
+   * segment once (one index record, one object, its hashes checked). A head whose whole
+   * chain was pruned has no segment left to ask and is taken as it stands (docs/privacy.md).
    */
   async #chainIsClear(req: AppendRequest, head: ChainHead): Promise<void> {
     if (head.seq === 0) return;
