@@ -66,12 +66,20 @@ export const writeItem = (
 /**
  * A stored write's value: `valueJson` in the clear, `valueSealed` opened with the stream's
  * content key (none: ContentSealedError, 503; does not open: ErrTamperedLedger naming it).
+ * `contentKey` is given for a sealed stream only, where a value in the clear is planted.
  */
 export const writeValueOf = (
   item: Item,
   at: { tenant: string; stream: string; seq: number; contentKey?: Uint8Array },
 ): JsonValue => {
   if (typeof item.valueSealed !== 'string') {
+    if (at.contentKey) {
+      // a sealed stream's writes are all sealed (a ref aside): one in the clear was planted
+      throw new TamperedLedgerError(
+        Math.max(1, at.seq),
+        `pending write ${item.sk} is stored in the clear on a stream sealed at rest`,
+      );
+    }
     // As text (see labels.ts: DynamoDB maps refuse empty keys); `value` in older records.
     return (
       typeof item.valueJson === 'string' ? JSON.parse(item.valueJson) : (item.value ?? null)

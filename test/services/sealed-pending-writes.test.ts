@@ -119,7 +119,7 @@ for (const factory of allStores.filter((s) => s.enabled)) {
       expect(seen).toBeGreaterThan(10);
     });
 
-    it('fails closed on a sealed value moved to another write, stream or tenant', async () => {
+    it('fails closed on a sealed value moved to another write, stream or tenant, or a clear one planted', async () => {
       const l = ledger();
       const ours = await record('acme', 'run-1', 'c1', 0);
       for (const from of [
@@ -132,6 +132,12 @@ for (const factory of allStores.filter((s) => s.enabled)) {
           TamperedLedgerError,
         );
       }
+      // a value planted in the clear in its place
+      const { valueSealed: _, ...bare } = ours;
+      await stores.records.put({ ...bare, valueJson: JSON.stringify({ planted: true }) });
+      await expect(l.pendingWrites.list('acme', 'run-1', 'c1')).rejects.toBeInstanceOf(
+        TamperedLedgerError,
+      );
       await stores.records.put(ours);
       expect((await l.pendingWrites.list('acme', 'run-1', 'c1'))[0]?.value).toEqual({
         text: MARKER,
