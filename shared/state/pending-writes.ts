@@ -8,7 +8,6 @@ import {
   writeItem,
   writeValueOf,
 } from '../commit/writes-ops.js';
-import type { JsonValue } from '../domain/canonical.js';
 import { ConflictError, InvalidInputError, NotFoundError, PrunedError } from '../domain/errors.js';
 import type { LedgerEvent } from '../domain/event.js';
 import { MAX_VALUE_BYTES, verifyChunk } from '../domain/state-v2/index.js';
