@@ -5,9 +5,14 @@
  * stores, so the figure is the service's own CPU (process.cpuUsage), both runs interleaved
  * in rounds so that the machine's load falls on both alike.
  *
- *   npx tsx bench/encryption.ts [appends per round = 2000] [rounds = 5]
+ * Then the same per checkpoint (a LangGraph-like turn: a label, its meta, one message set
+ * into the state, a base every 25 checkpoints, and the superstep's pending write), interleaved
+ * the same way. What a checkpoint seals today is its event (the delta's payload) and its
+ * pending write's value; the state stored beside the chain (bases, chunks, large values) is
+ * not encrypted yet (docs/privacy.md), so the figure is the cost of what is built, not of
+ * the whole design.
  *
- * Checkpoints are not measured yet: state values and chunks are not encrypted yet (issue 28).
+ *   npx tsx bench/encryption.ts [appends per round = 2000] [rounds = 5] [checkpoints per round = 500]
  */
 import { MemoryKeyWrapper } from '../shared/adapters/memory/memory-key-wrapper.js';
 import { MemoryObjectStore } from '../shared/adapters/memory/memory-object-store.js';
@@ -18,6 +23,7 @@ import { FakeSigner, KeyRing } from '../shared/ports/signer.js';
 
 const appends = Number(process.argv[2] ?? 2000);
 const rounds = Number(process.argv[3] ?? 5);
+const checkpoints = Number(process.argv[4] ?? 500);
 const signing = new KeyRing(new FakeSigner('bench'));
 // A chat turn's observation, about the size of the 1,000-turn chat's (641 B of JSON).
 const turn = (i: number) => ({
@@ -54,6 +60,49 @@ const run = async (encrypted: boolean) => {
   return { usPerAppend: (cpu.user + cpu.system) / appends, bytesPerAppend: bytes / (appends + 1) };
 };
 
+/** One LangGraph-like checkpoint (and its pending write) per turn on a fresh stream. */
+const runCheckpoints = async (encrypted: boolean) => {
+  const objects = new MemoryObjectStore();
+  const records = new MemoryRecordStore();
+  const keyring = encrypted ? new StreamKeyring(records, new MemoryKeyWrapper()) : undefined;
+  const ledger = new Ledger(
+    { objects, records, clock: { now: () => Date.now() }, keyring },
+    { signing },
+  );
+  const at = { tenant: 'acme', stream: 'thread-1' };
+  let digest = (await ledger.appender.readHead(at.tenant, at.stream)).stateDigest;
+  let parent: string | undefined;
+  const step = async (i: number) => {
+    const label = `ckpt-${String(i).padStart(8, '0')}`;
+    const { payload } = turn(i);
+    const ops =
+      i === 0
+        ? [{ op: 'set' as const, path: '/messages', value: [payload] }]
+        : [{ op: 'set' as const, path: `/messages/${i}`, value: payload }];
+    const result = await ledger.checkpoints.checkpoint({
+      ...at,
+      ops,
+      baseDigest: digest,
+      label,
+      meta: { step: i, source: 'loop' },
+      ...(parent === undefined ? {} : { parentLabel: parent }),
+    });
+    digest = result.stateDigest;
+    parent = label;
+    // the superstep's pending write (LangGraph putWrites), sealed on an encrypted stream
+    await ledger.pendingWrites.put(at.tenant, at.stream, label, {
+      taskId: `task-${i}`,
+      taskPath: '~__pregel_pull, agent',
+      writes: [{ idx: 0, channel: 'messages', value: payload }],
+    });
+  };
+  await step(0); // warm: the stream exists and its key is cached
+  const start = process.cpuUsage();
+  for (let i = 1; i <= checkpoints; i++) await step(i);
+  const cpu = process.cpuUsage(start);
+  return (cpu.user + cpu.system) / checkpoints;
+};
+
 const results = {
   plain: [] as number[],
   encrypted: [] as number[],
@@ -75,4 +124,18 @@ console.log(
 );
 console.log(
   `segment bytes per append (unmerged, one event each): plain ${results.bytes.plain.toFixed(0)} B, encrypted ${results.bytes.encrypted.toFixed(0)} B`,
+);
+
+const ckpt = { plain: [] as number[], encrypted: [] as number[] };
+for (let r = 0; r < rounds; r++) {
+  for (const encrypted of r % 2 === 0 ? [false, true] : [true, false]) {
+    (encrypted ? ckpt.encrypted : ckpt.plain).push(await runCheckpoints(encrypted));
+  }
+}
+const cPlain = median(ckpt.plain);
+const cEncrypted = median(ckpt.encrypted);
+const over = ((cEncrypted - cPlain) / cPlain) * 100;
+console.log(`checkpoints per round ${checkpoints}, rounds ${rounds} (medians)`);
+console.log(
+  `server CPU per checkpoint: plain ${cPlain.toFixed(1)} µs, encrypted ${cEncrypted.toFixed(1)} µs (${over.toFixed(1)} %; budget 15 %: ${over <= 15 ? 'within' : 'over'}; events and pending writes sealed, bases and chunks not yet)`,
 );

@@ -18,7 +18,7 @@ import type { RecordStore } from '../ports/record-store.js';
 import { checkHead, headMismatch, LayoutRaceError, readTrustedHead } from './chain-head.js';
 import { type HeadRecord, type SegmentIndexRecord, toSegmentIndex } from './layout.js';
 import { SEGMENT_INDEX_PREFIX, segmentIndexSk, streamPk } from './storage-keys.js';
-import type { StreamKeyring } from './stream-keyring.js';
+import type { StreamKeyring, StreamKeyset } from './stream-keyring.js';
 
 export { LayoutRaceError } from './chain-head.js';
 
@@ -127,16 +127,9 @@ export class Reader {
     stream: string,
   ): Promise<{ streamId: string; keyId: string; commitKey: string }> {
     const head = await this.head(tenant, stream);
-    if (head.keyId === undefined) {
+    const keyset = await this.sealedKeys(tenant, stream, head);
+    if (keyset === undefined) {
       throw new NotFoundError(`stream ${stream} is stored in the clear: it has no commitment key`);
-    }
-    if (!this.#o.keyring) throw new ContentSealedError(`the key of stream ${stream}`);
-    const keyset = await this.#o.keyring.forRead(tenant, stream);
-    if (keyset?.keyId !== head.keyId) {
-      throw new TamperedLedgerError(
-        Math.max(1, head.seq),
-        `the head is sealed under key ${head.keyId}, the stream has ${keyset ? `key ${keyset.keyId}` : 'no key record'}`,
-      );
     }
     return {
       streamId: stream,
@@ -179,6 +172,28 @@ export class Reader {
       for (const item of page.items) yield toSegmentIndex(item);
       after = page.next;
     } while (after !== undefined);
+  }
+
+  /**
+   * The keys of a stream whose head names one (sealed at rest), checked against its key
+   * record; undefined for a head in the clear. A server that cannot open the key is
+   * ErrUnavailable (ContentSealedError); a record naming another key is ErrTamperedLedger.
+   */
+  async sealedKeys(
+    tenant: string,
+    stream: string,
+    head: { seq: number; keyId?: string },
+  ): Promise<StreamKeyset | undefined> {
+    if (head.keyId === undefined) return undefined;
+    if (!this.#o.keyring) throw new ContentSealedError(`the key of stream ${stream}`);
+    const keyset = await this.#o.keyring.forRead(tenant, stream);
+    if (keyset?.keyId !== head.keyId) {
+      throw new TamperedLedgerError(
+        Math.max(1, head.seq),
+        `the head is sealed under key ${head.keyId}, the stream has ${keyset ? `key ${keyset.keyId}` : 'no key record'}`,
+      );
+    }
+    return keyset;
   }
 
   /** A format 2 segment's keys, when its payloads are wanted and the keyring opens them. */

@@ -132,7 +132,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     store: 'records',
     class: 'chain-bound',
     key: 't#{tenant}#s#{stream} / pw#{label}#{task}#{idx}',
-    what: "one pending write of a label's tasks (LangGraph putWrites)",
+    what:
+      "one pending write of a label's tasks (LangGraph putWrites); on a stream sealed at rest " +
+      'its value is sealed (valueSealed, AAD bound to tenant, stream and the sk)',
     matches: inStream(prefixed(PENDING_WRITE_PREFIX)),
     limit:
       'the writes of the tip and of the checkpoint it left are served as stored until the ' +
@@ -140,7 +142,9 @@ export const RECORD_KINDS: readonly RecordKind[] = [
     tamper: {
       edit: listed('pending-writes'),
       'swap-stream': {
-        harmless: 'the other stream’s write at that key is the same write (task, idx, value)',
+        harmless:
+          'the other stream’s write at that key is the same write (task, idx, value); a sealed ' +
+          'value from another stream does not open (ErrTamperedLedger)',
       },
       'swap-seq': listed('pending-writes'),
       delete: listed('pending-writes'),

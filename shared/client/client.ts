@@ -759,7 +759,16 @@ export class HefestoClient {
       query: { limit: options.limit, ...(options.proof ? { proof: 'true' } : {}) },
     });
     if (!options.proof) return body;
-    const { items, event, schema } = provenHistory(body, options.limit);
+    // A format 2 event: its payload bound with k_c when verifying, else its header checked
+    // (without `verify` the event is the server's word anyway).
+    const proven = body.proof?.event;
+    const binding =
+      proven?.format === undefined
+        ? {}
+        : this.#verify
+          ? await this.#binding(streamId, [proven])
+          : { headersOnly: true };
+    const { items, event, schema } = provenHistory(body, options.limit, binding);
     if (this.#verify && event) await this.#headState(streamId, event, body.seq);
     return { seq: body.seq, items, ...(schema === undefined ? {} : { schema }) };
   }

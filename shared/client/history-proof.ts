@@ -1,4 +1,4 @@
-import { verifyEvents } from '../domain/verify.js';
+import { type VerifyEventsOptions, verifyEvents } from '../domain/verify.js';
 import { ClientVerificationError } from './errors.js';
 import type { HistoryPage } from './history-types.js';
 import { provenValue, stateMatches } from './state-proofs.js';
@@ -10,7 +10,11 @@ import type { Json, LedgerEvent, StateValue } from './types.js';
  * `verify` does HefestoClient link it to the chain, as the head's state-setting event of a
  * head proven in the signed tree head, client.ts #headState):
  *
- *   1. the event: its hash recomputed from its fields, at or below the head `seq`;
+ *   1. the event: its hash recomputed from its fields, at or below the head `seq`; a format 2
+ *      event (sealed at rest, docs/privacy.md) from its header, its payload (which records
+ *      the digest step 2 checks against) bound to the header's commitment with the stream's
+ *      k_c when `binding.commitKey` is given; with `binding.headersOnly` the header alone is
+ *      checked and the payload, so the items, are the server's word;
  *   2. the Merkle path of `/items` checked against the state digest that event records (a
  *      stream on digest v1: the whole state sent, its v1 digest the one that event records);
  *   3. the items answered: the last `limit` of that proven value, whatever else was sent;
@@ -27,6 +31,7 @@ import type { Json, LedgerEvent, StateValue } from './types.js';
 export const provenHistory = (
   page: HistoryPage,
   limit: number | undefined,
+  binding: VerifyEventsOptions = {},
 ): { items: Json[]; event?: LedgerEvent; schema?: number } => {
   const { proof } = page;
   if (!proof) {
@@ -42,7 +47,11 @@ export const provenHistory = (
       `the state was set at ${event.seq}, past the head ${page.seq}`,
     );
   }
-  const checked = verifyEvents([event] as never, { seq: event.seq - 1, hash: event.prevHash });
+  const checked = verifyEvents(
+    [event] as never,
+    { seq: event.seq - 1, hash: event.prevHash },
+    binding,
+  );
   if (!checked.ok) throw new ClientVerificationError(checked.firstBadSeq, checked.reason);
   const value =
     'whole' in proof

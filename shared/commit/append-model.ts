@@ -165,4 +165,6 @@ export type CommitSegment = Pick<
     ttlMs?: number;
     /** The stream key its events are sealed with (put on a new stream's head). */
     keyId?: string;
+    /** That key's content key (in memory only): what the commit's records seal with. */
+    contentKey?: Uint8Array;
   };

@@ -1,4 +1,4 @@
-import { headItem, headMismatch, isStrandedOrphan } from '../chain/chain-head.js';
+import { headItem, headMismatch, isStrandedOrphan, LayoutRaceError } from '../chain/chain-head.js';
 import { toHead, toIdempotency, toSegmentIndex } from '../chain/layout.js';
 import {
   headKey,
@@ -142,7 +142,11 @@ export {
 
 const isDeleting = (item: unknown): boolean => (item as Item | undefined)?.status === 'deleting';
 
+/** Streams whose head hash this process knows ends a clear chain (#chainIsClear). */
+const CLEAR_HEADS_KEPT = 10_000;
+
 export class Appender {
+  readonly #clearAt = new Map<string, string>();
   readonly #o: Required<Omit<AppendOptions, 'crash' | 'signer' | 'keyring'>> &
     Pick<AppendOptions, 'crash' | 'signer' | 'keyring'>;
 
@@ -262,7 +266,12 @@ export class Appender {
           tenant: req.tenant,
           stream: req.stream,
           head: commitHead,
-          segment: { ...header, ...ours, ...extra, ...(keyset && { keyId: keyset.keyId }) },
+          segment: {
+            ...header,
+            ...ours,
+            ...extra,
+            ...(keyset && { keyId: keyset.keyId, contentKey: keyset.keys.content }),
+          },
           objectKey: key,
           fence: req.fence,
         });
@@ -271,6 +280,7 @@ export class Appender {
         committed = await this.#adoptedReceipt(req, ours);
       }
       crash?.('committed');
+      if (!keyset) this.#rememberClear(`${req.tenant}/${req.stream}`, last.hash);
       const { receipt, incarnation } = committed;
       const response = {
         ...responseOf(ours, ours.stateDigest),
@@ -433,6 +443,7 @@ export class Appender {
           `the stream has key ${stripped.keyId}, its head names none`,
         );
       }
+      await this.#chainIsClear(req, head);
       return undefined;
     }
     if (!keyring) throw new ContentSealedError(`stream ${req.stream}`);
@@ -445,6 +456,67 @@ export class Appender {
       );
     }
     return keyset;
+  }
+
+  /**
+   * A head without a keyId is believed clear only when the chain says so: the segment that
+   * ends at the head (its last event's hash is the head's, verified) must be format 1; a
+   * format 2 segment there refuses the append (a format 1 one not ending at the head hash is
+   * an edited head, which the commit's condition refuses). So a head whose keyId was
+   * stripped, with its key record deleted too or on a server without a keyring, still ends
+   * in a format 2 segment and is never appended to in the clear. A stream life is one format
+   * (sealing starts at its first append), so a hash known clear is remembered: an append
+   * after this process's own reads nothing more; one after another writer's reads the last
+   * segment once (one index record, one object, its hashes checked). A head whose whole
+   * chain was pruned has no segment left to ask and is taken as it stands (docs/privacy.md).
+   */
+  async #chainIsClear(req: AppendRequest, head: ChainHead): Promise<void> {
+    if (head.seq === 0) return;
+    const id = `${req.tenant}/${req.stream}`;
+    if (this.#clearAt.get(id) === head.hash) return;
+    if (head.prunedSeq !== undefined && head.prunedSeq >= head.seq) return;
+    const { records, objects } = this.#o;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const item = await records.get(segmentIndexKey(req.tenant, req.stream, head.seq));
+      if (!item) {
+        // the head moved (the commit's condition refuses ours then), or its segment is gone
+        const now = await headItem(records, req.tenant, req.stream);
+        if (now && now.seq === head.seq && now.hash === head.hash) {
+          throw headMismatch(head, 'no segment ends at the head');
+        }
+        return;
+      }
+      const index = toSegmentIndex(item);
+      const stored = await objects.get(index.objectKey);
+      if (!stored) continue; // replaced by a merge in between: read the index again
+      const { header } = decodeSegment(
+        stored.body,
+        { tenant: req.tenant, stream: req.stream, firstSeq: index.firstSeq },
+        { verifyOnly: true },
+      );
+      if (header.format !== 1) {
+        throw new TamperedLedgerError(
+          head.seq,
+          `the chain is sealed (format ${header.format}), its head names no key`,
+        );
+      }
+      // A clear segment that does not end at the head: the head (or its index record) was
+      // edited, which the commit's own condition refuses; not remembered as clear.
+      if (header.lastSeq === head.seq && header.lastHash === head.hash) {
+        this.#rememberClear(id, head.hash);
+      }
+      return;
+    }
+    throw new LayoutRaceError(head.seq, 'the last segment kept moving while it was read');
+  }
+
+  #rememberClear(id: string, hash: string): void {
+    this.#clearAt.delete(id);
+    this.#clearAt.set(id, hash);
+    if (this.#clearAt.size > CLEAR_HEADS_KEPT) {
+      const oldest = this.#clearAt.keys().next().value;
+      if (oldest !== undefined) this.#clearAt.delete(oldest);
+    }
   }
 
   async #rollForward(
@@ -512,7 +584,12 @@ export class Appender {
     }
     let committed: Committed;
     try {
-      const segment = { ...header, ...effect, ...extra };
+      const segment = {
+        ...header,
+        ...effect,
+        ...extra,
+        ...(keyset && { contentKey: keyset.keys.content }),
+      };
       const checks = writer ? [] : [notRefusedCheck(req.tenant, req.stream, header)];
       committed = await this.#commit({
         tenant: req.tenant,
@@ -586,6 +663,7 @@ export class Appender {
       clears: segment.clears,
       expiry: segment.expiry,
       ttlMs: segment.ttlMs,
+      contentKey: segment.contentKey,
     });
     const depth: Record<string, number> =
       segment.stateDepth === undefined ? {} : { stateDepth: segment.stateDepth };

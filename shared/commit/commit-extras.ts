@@ -134,6 +134,8 @@ export const commitExtras = (
     expiry?: ExpiryHint | null;
     /** The request's TTL, used only when this commit creates the stream. */
     ttlMs?: number;
+    /** The stream's content key when it is sealed at rest: bound writes are stored sealed. */
+    contentKey?: Uint8Array;
   },
 ): CommitExtras => {
   const { tenant, stream, now, head } = at;
@@ -162,7 +164,7 @@ export const commitExtras = (
     fields.labels = (head.exists ? (head.labels ?? 0) : 0) + labelPuts.size;
     ops.push(...labelled);
   }
-  ops.push(...bindingOps(tenant, stream, at.bindings ?? []));
+  ops.push(...bindingOps(tenant, stream, at.bindings ?? [], at.contentKey));
   const cleared = at.clears?.at(-1);
   if (cleared !== undefined) {
     fields.clearedSeq = cleared;

@@ -165,11 +165,13 @@ export class DeltaHistory {
     const paths = new Map(channels.map((ch) => [ch, `${seedAt}/${escapeKey(ch)}`]));
     const presence = this.#presence(deltas, floor, [...paths.values()]);
     const stored = await this.#writes(tenant, stream, new Set(ancestors.map((a) => a.label)));
+    const keys = await this.deps.reader.sealedKeys(tenant, stream, head);
+    const opening = { tenant, stream, seq: head.seq, contentKey: keys?.keys.content };
     const out: Record<string, ChannelHistory> = {};
     const open = new Map(channels.map((ch) => [ch, [] as PendingWrite[][]]));
     for (const a of ancestors) {
       if (open.size === 0) break;
-      const writes = mergeWrites(stored.get(a.label) ?? [], a.label);
+      const writes = mergeWrites(stored.get(a.label) ?? [], a.label, opening);
       const bound = bindings.get(a.label);
       if (bound !== undefined) {
         if (pendingWritesDigest(writes) !== bound) {

@@ -84,7 +84,12 @@ export class FrozenWrites implements LateWrites {
     const label = tip.leaves;
     const [record, writes] = await Promise.all([
       records.get(labelKey(tenant, stream, label)),
-      readWrites(records, tenant, stream, label),
+      reader.sealedKeys(tenant, stream, head).then((keys) =>
+        readWrites(records, tenant, stream, label, {
+          seq: head.seq,
+          contentKey: keys?.keys.content,
+        }),
+      ),
     ]);
     // Frozen by the tip's commit, else writes may still land: left unbound (reads then fail
     // closed once it is neither the tip nor the one the tip left).
@@ -125,7 +130,11 @@ export class FrozenWrites implements LateWrites {
         const record = await records.get(labelKey(tenant, stream, label));
         if (!record) return 0; // deleted with its stream meanwhile: the append would 404 too
         // The set as it is bound now (tampering fails here, never to be bound by this event).
-        const current = await readWrites(records, tenant, stream, label);
+        const keys = await reader.sealedKeys(tenant, stream, head);
+        const current = await readWrites(records, tenant, stream, label, {
+          seq: head.seq,
+          contentKey: keys?.keys.content,
+        });
         await checkWrites(reader, tenant, stream, { label, record, head, writes: current });
         const byKey = new Map(current.map((w) => [keyOf(w), w]));
         const changes = task.writes.filter((w) => {

@@ -2,8 +2,12 @@ import type { HeadRecord } from '../chain/layout.js';
 import type { Reader } from '../chain/reader.js';
 import { labelKey, pad16, streamPk, writesPrefix } from '../chain/storage-keys.js';
 import { checkWrites } from '../chain/writes-binding.js';
-import { type PendingWriteInput, type PendingWriteRef, writeItem } from '../commit/writes-ops.js';
-import type { JsonValue } from '../domain/canonical.js';
+import {
+  type PendingWriteInput,
+  type PendingWriteRef,
+  writeItem,
+  writeValueOf,
+} from '../commit/writes-ops.js';
 import { ConflictError, InvalidInputError, NotFoundError, PrunedError } from '../domain/errors.js';
 import type { LedgerEvent } from '../domain/event.js';
 import { MAX_VALUE_BYTES, verifyChunk } from '../domain/state-v2/index.js';
@@ -151,7 +155,15 @@ const sortKey = (w: PendingWrite) =>
 const isOldKey = (sk: string, label: string) =>
   /^[0-9a-f]*#[0-9a-f]*#\d{16}$/.test(sk.slice(writesPrefix(label).length));
 
-const toWrite = (item: Item): PendingWrite => ({
+/** How a stored write's value is opened: its stream, and the content key when sealed. */
+export interface WritesOpening {
+  tenant: string;
+  stream: string;
+  seq: number;
+  contentKey?: Uint8Array;
+}
+
+const toWrite = (item: Item, opening: WritesOpening): PendingWrite => ({
   taskId: String(item.taskId),
   taskPath: String(item.taskPath),
   idx: Number(item.idx),
@@ -159,10 +171,7 @@ const toWrite = (item: Item): PendingWrite => ({
   ...(typeof item.refHash === 'string'
     ? { ref: { hash: item.refHash, size: Number(item.refSize) } }
     : {
-        // As text (see labels.ts: DynamoDB maps refuse empty keys); `value` in older records.
-        value: (typeof item.valueJson === 'string'
-          ? JSON.parse(item.valueJson)
-          : (item.value ?? null)) as JsonValue,
+        value: writeValueOf(item, opening),
       }),
 });
 
@@ -171,9 +180,13 @@ const toWrite = (item: Item): PendingWrite => ({
  * code-point order of the keys' parts (hex of UTF-8 sorts like the bytes), and of a write
  * stored under both keys the one stored first for idx >= 0, the newer for negative idx.
  */
-export const mergeWrites = (items: readonly Item[], label: string): PendingWrite[] => {
+export const mergeWrites = (
+  items: readonly Item[],
+  label: string,
+  opening: WritesOpening,
+): PendingWrite[] => {
   const found = items.map((item) => {
-    const write = toWrite(item);
+    const write = toWrite(item, opening);
     return { write, key: sortKey(write), old: isOldKey(item.sk, label) };
   });
   found.sort((a, b) =>
@@ -199,6 +212,8 @@ export const readWrites = async (
   tenant: string,
   stream: string,
   label: string,
+  /** The stream's content key when it is sealed at rest (Reader.sealedKeys), and its seq. */
+  sealed: { seq: number; contentKey?: Uint8Array },
 ): Promise<PendingWrite[]> => {
   const items: Item[] = [];
   let after: string | undefined;
@@ -211,7 +226,7 @@ export const readWrites = async (
     items.push(...page.items);
     after = page.next;
   } while (after !== undefined);
-  return mergeWrites(items, label);
+  return mergeWrites(items, label, { tenant, stream, ...sealed });
 };
 
 /** Where writes to a frozen checkpoint go (frozen-writes.ts); answers how many it stored. */
@@ -295,7 +310,10 @@ export class PendingWrites {
         throw new InvalidInputError(`write ${w.idx} takes exactly one of value and ref`);
       }
     }
-    const { record } = await this.#checkLabel(tenant, stream, label);
+    const { head, record } = await this.#checkLabel(tenant, stream, label);
+    // A stream sealed at rest stores its writes' values sealed (refused when the key
+    // cannot be opened: never written in the clear).
+    const contentKey = (await this.deps.reader.sealedKeys(tenant, stream, head))?.keys.content;
     for (const w of task.writes) if (w.ref) await this.#holdRef(tenant, stream, w.idx, w.ref);
     const frozen = record.writesFrozen !== undefined;
     let written = 0;
@@ -303,7 +321,7 @@ export class PendingWrites {
     if (!frozen) {
       const puts = task.writes.map((w) => ({
         write: w,
-        item: writeItem(tenant, stream, label, task, w),
+        item: writeItem(tenant, stream, label, task, w, contentKey),
       }));
       for (const part of transactionsOf(puts)) {
         const outcome = await this.#putTogether(tenant, stream, label, part, fence);
@@ -403,7 +421,11 @@ export class PendingWrites {
     // A checkpoint at or below the pruning point is gone with its delta (as GET of it is).
     if (Number(record.seq) <= (head.prunedSeq ?? 0))
       throw new PrunedError(stream, head.prunedSeq ?? 0);
-    const writes = await readWrites(this.deps.records, tenant, stream, label);
+    const keys = await this.deps.reader.sealedKeys(tenant, stream, head);
+    const writes = await readWrites(this.deps.records, tenant, stream, label, {
+      seq: head.seq,
+      contentKey: keys?.keys.content,
+    });
     const claim = { label, record, head, writes, known: known?.events };
     await checkWrites(this.deps.reader, tenant, stream, claim);
     return writes;

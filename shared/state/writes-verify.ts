@@ -51,6 +51,8 @@ export const verifyWrites = async (
   tenant: string,
   stream: string,
   chain: ChainWrites,
+  /** The stream's content key when it is sealed at rest, and the head's seq. */
+  sealed: { seq: number; contentKey?: Uint8Array },
 ): Promise<void> => {
   const pk = streamPk(tenant, stream);
   const latest = new Map<string, WritesBinding & { seq: number }>();
@@ -65,7 +67,7 @@ export const verifyWrites = async (
     labels.set(labelOfSk(item.sk), item);
   }
   const digestOf = (label: string) =>
-    pendingWritesDigest(mergeWrites(stored.get(label) ?? [], label));
+    pendingWritesDigest(mergeWrites(stored.get(label) ?? [], label, { tenant, stream, ...sealed }));
   const checkBound = (seq: number, label: string, b: WritesBinding & { seq: number }) => {
     if (labels.get(label)?.writesSeq !== b.seq) {
       throw badWrites(seq, label, `its label record does not name their binding at seq ${b.seq}`);

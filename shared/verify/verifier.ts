@@ -354,10 +354,14 @@ export class Verifier {
       labelled,
       bindings,
     };
-    await verifyWrites(this.#o.records, tenant, stream, {
-      ...chain,
-      bindings: bindings.filter((b) => b.seq > floor && b.seq <= head.seq),
-    });
+    const keys = await this.#o.reader.sealedKeys(tenant, stream, head);
+    await verifyWrites(
+      this.#o.records,
+      tenant,
+      stream,
+      { ...chain, bindings: bindings.filter((b) => b.seq > floor && b.seq <= head.seq) },
+      { seq: head.seq, contentKey: keys?.keys.content },
+    );
   }
 
   /** Every record of the stream under an sk prefix. */

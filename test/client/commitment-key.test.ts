@@ -87,6 +87,47 @@ describe.each(STORE_FACTORIES)('the commitment key on $name', (factory) => {
     expect(fetches()).toBe(0);
   });
 
+  it('verifies a proven session history of a sealed stream, its payload bound with k_c', async () => {
+    h = createHarness(factory, { sealed: true });
+    const key = await h.newKey('acme', ['read', 'write']);
+    const items = [
+      { role: 'user', content: 'approve refund' },
+      { role: 'user', content: 'two' },
+    ];
+    await clientOf(key).client.changeHistory('chat-1', { type: 'append_items', items });
+    /** A server that adds a field to the payload of the event the history is proven by. */
+    const editing = (o: { bindPayloads?: boolean } = {}) => {
+      const proofFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+        const req = new Request(input, init);
+        const res = await h.app.fetch(req);
+        if (!new URL(req.url).pathname.endsWith('/history') || req.method !== 'GET') return res;
+        const body = (await res.json()) as { proof: { event: { payload: object } } };
+        body.proof.event.payload = { ...body.proof.event.payload, forged: true };
+        return new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
+      }) as typeof globalThis.fetch;
+      return new HefestoClient({
+        baseUrl: 'http://hefesto.test',
+        apiKey: key,
+        tenant: 'acme',
+        verify: true,
+        trustStore: new MemoryTrustStore(),
+        ...o,
+        sleep: async () => {},
+        fetch: proofFetch,
+      }).getHistory('chat-1', { proof: true });
+    };
+    for (const o of [{}, { bindPayloads: false }]) {
+      const { client } = clientOf(key, o);
+      expect((await client.getHistory('chat-1', { proof: true })).items).toEqual(items);
+      expect((await client.getHistory('chat-1', { proof: true, limit: 1 })).items).toEqual([
+        items[1],
+      ]);
+    }
+    // bound with k_c, an edited payload is caught; headers only, it is the server's word
+    await expect(editing()).rejects.toBeInstanceOf(ClientVerificationError);
+    expect((await editing({ bindPayloads: false })).items).toEqual(items);
+  });
+
   it('serves k_c to the read scope of the stream’s tenant only; a clear stream has none', async () => {
     await sealedStream();
     const reader = await h.newKey('acme', ['read']);

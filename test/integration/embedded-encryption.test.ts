@@ -69,6 +69,20 @@ describe('embedded server with a key store', () => {
     const read = await call(keyed, '/v1/streams/run-1/events', key);
     const page = (await read.json()) as { events: Array<{ payload: unknown; format?: number }> };
     expect(page.events[0]).toMatchObject({ payload: { text: MARKER }, format: 2 });
+    // a checkpoint's pending write holding the marker: its value sealed in its record
+    const label = '1ef4f797-8335-6428-8001-8a1503f9b875';
+    const ckpt = await call(keyed, '/v1/streams/run-2/checkpoints', key, {
+      ops: [{ op: 'set', path: '/step', value: 1 }],
+      baseDigest: EMPTY_STATE_DIGEST_V2,
+      label,
+    });
+    expect(ckpt.status).toBe(201);
+    const writesPath = `/v1/streams/run-2/checkpoints/${label}/writes`;
+    const write = { idx: 0, channel: 'messages', value: { text: MARKER } };
+    const put = await call(keyed, writesPath, key, { taskId: 't-1', writes: [write] });
+    expect(put.status).toBeLessThan(300);
+    const writes = await call(keyed, writesPath, key);
+    expect(await writes.json()).toMatchObject({ writes: [write] });
     keyed.close();
 
     const files = filesUnder(dataDir);
@@ -86,6 +100,9 @@ describe('embedded server with a key store', () => {
       const refused = await call(blind, '/v1/streams/run-1/events', key);
       expect(refused.status).toBe(503);
       expect(await refused.json()).toMatchObject({ code: 'ErrUnavailable' });
+      const writes = await call(blind, `/v1/streams/run-2/checkpoints/${label}/writes`, key);
+      expect(writes.status).toBe(503);
+      expect((await call(blind, '/v1/streams/run-2/verify', key)).status).toBe(200);
     } finally {
       blind.close();
     }

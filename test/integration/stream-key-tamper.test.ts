@@ -129,5 +129,25 @@ for (const factory of allStores.filter((s) => s.enabled)) {
         ]);
       }
     });
+
+    it("detects the head's keyId stripped with the record deleted, or on a server without a keyring", async () => {
+      const head = (await stores.records.get(headKey(T, S))) as Item;
+      const { keyId: _, ...stripped } = head;
+      await stores.records.put(stripped);
+      const keyless = new Ledger({ ...stores, clock: now }, { signing: ring });
+      for (const ledger of [keyless, cold()]) {
+        // the first without a keyring (the record stays), the second with the record gone
+        if (ledger !== keyless) await stores.records.delete(streamKeyKey(T, S));
+        const append = await ledger.appender
+          .append({ tenant: T, stream: S, events: [{ type: 'user.message', payload: 'exposed' }] })
+          .then(
+            (r) => r,
+            (err: unknown) => err,
+          );
+        expect(sealedOrTampered(append), `append answered ${JSON.stringify(append)}`).toBe(true);
+        expect(await stores.records.get(headKey(T, S))).toEqual(stripped);
+      }
+      expect(await cold().verifier.verify(T, S)).toMatchObject({ ok: true, seq: 2 });
+    });
   });
 }
