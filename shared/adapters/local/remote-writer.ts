@@ -1,0 +1,214 @@
+import { PayloadTooLargeError, UnavailableError } from '../../domain/errors.js';
+import {
+  type Durability,
+  DurableDatabase,
+  type DurableWrite,
+  type Lane,
+  type RemoteWrites,
+  type Reply,
+} from './durable-writer.js';
+
+/**
+ * The multi-process embedded server's hand-off (HEFESTO_WORKERS > 1, functions/wiring/
+ * processes.ts): worker processes parse, authenticate, validate, hash, sign and read the data
+ * directory's database on read-only connections of their own; every durable write goes over
+ * IPC to the ONE writer process, which owns the directory (its lock, the layout) and applies
+ * it on its durable writer's thread, with every other write queued meanwhile, whichever
+ * worker sent it (group commit across workers).
+ *
+ * What crosses is what the durable writer already takes (durable-writer.ts): a compare-and-
+ * swap, its `checks` (the values the worker read) and its `writes`, decided inside the
+ * writer's transaction. So a conditional write stays atomic across workers exactly as across
+ * requests of one process: only the writer applies it, and a worker whose read went stale is
+ * answered `stale` and reads again. The reply is the writer's, as it came.
+ *
+ * Failure, seen from a worker (each answers the request 503 ErrUnavailable, and a retry with
+ * the same Idempotency-Key gets exactly-once from the chain, as after any lost reply):
+ *   1. the writer is gone (the IPC channel closed): every write waiting and every later one
+ *      is refused at once (`lost`); nothing hangs;
+ *   2. no reply within `timeoutMs` (a reply lost, a writer stuck): that write is refused; it
+ *      may still be applied later, which the compare-and-swap makes harmless;
+ *   3. a write larger than `maxWriteBytes` is refused before it is sent (413): messages are
+ *      bounded (the wiring sets the bound above any object the settings let a request make).
+ */
+
+/** Worker -> writer. */
+export interface WriteRequest {
+  hefesto: 'write';
+  id: number;
+  lane: Lane;
+  write: DurableWrite;
+}
+
+/** Writer -> worker. `unavailable`: the writer's own store failed (its thread died, closed). */
+export type WriteReply =
+  | { hefesto: 'reply'; id: number; reply: Reply }
+  | { hefesto: 'reply'; id: number; unavailable: string };
+
+const isReply = (m: unknown): m is WriteReply =>
+  typeof m === 'object' && m !== null && (m as { hefesto?: unknown }).hefesto === 'reply';
+
+const isRequest = (m: unknown): m is WriteRequest =>
+  typeof m === 'object' && m !== null && (m as { hefesto?: unknown }).hefesto === 'write';
+
+/** Bytes of a write's values, roughly as they cross (strings counted by their length). */
+export const sizeOfWrite = (write: DurableWrite): number => {
+  let bytes = 0;
+  const count = (v: unknown) => {
+    if (v instanceof Uint8Array) bytes += v.byteLength;
+    else if (typeof v === 'string') bytes += v.length;
+    else bytes += 8;
+  };
+  for (const [params, expected] of write.checks) {
+    for (const p of params) count(p);
+    count(expected);
+  }
+  for (const [name, params] of write.writes) {
+    count(name);
+    for (const p of params) count(p);
+  }
+  return bytes;
+};
+
+interface Waiting {
+  resolve(reply: Reply): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export interface RemoteWriterOptions {
+  /** How long a write waits for the writer's reply. */
+  timeoutMs: number;
+  /** The largest write sent (sizeOfWrite). */
+  maxWriteBytes: number;
+}
+
+/** A worker's side: each write sent to the writer, answered by its reply (see above). */
+export class RemoteWriter implements RemoteWrites {
+  readonly #send: (message: WriteRequest) => void;
+  readonly #options: RemoteWriterOptions;
+  readonly #waiting = new Map<number, Waiting>();
+  #nextId = 1;
+  #gone: UnavailableError | undefined;
+
+  constructor(send: (message: WriteRequest) => void, options: RemoteWriterOptions) {
+    this.#send = send;
+    this.#options = options;
+  }
+
+  /** Writes sent and not answered yet. */
+  get waiting(): number {
+    return this.#waiting.size;
+  }
+
+  request(lane: Lane, write: DurableWrite): Promise<Reply> {
+    if (this.#gone) return Promise.reject(this.#gone);
+    const size = sizeOfWrite(write);
+    if (size > this.#options.maxWriteBytes) {
+      return Promise.reject(
+        new PayloadTooLargeError(
+          `a write of ${size} bytes is more than the ${this.#options.maxWriteBytes} a worker sends the writer`,
+        ),
+      );
+    }
+    const id = this.#nextId++;
+    return new Promise<Reply>((resolve, reject) => {
+      const { timeoutMs } = this.#options;
+      const timer = setTimeout(() => {
+        this.#waiting.delete(id);
+        reject(
+          new UnavailableError(`the writer process did not answer a write within ${timeoutMs} ms`, {
+            detail:
+              'the write may have been applied; a retry with the same Idempotency-Key answers it once',
+          }),
+        );
+      }, timeoutMs);
+      this.#waiting.set(id, { resolve, reject, timer });
+      try {
+        this.#send({ hefesto: 'write', id, lane, write });
+      } catch (err) {
+        clearTimeout(timer);
+        this.#waiting.delete(id);
+        reject(new UnavailableError('the writer process is gone', { cause: err }));
+      }
+    });
+  }
+
+  /** Takes a message from the writer; false if it is not one of ours. */
+  receive(message: unknown): boolean {
+    if (!isReply(message)) return false;
+    const waiting = this.#waiting.get(message.id);
+    if (!waiting) return true; // timed out before: its request was answered already
+    this.#waiting.delete(message.id);
+    clearTimeout(waiting.timer);
+    if ('unavailable' in message) waiting.reject(new UnavailableError(message.unavailable));
+    else waiting.resolve(message.reply);
+    return true;
+  }
+
+  /** The writer is gone: refuses every write waiting and every later one. */
+  lost(): void {
+    this.#gone ??= new UnavailableError('the writer process is gone', {
+      detail: 'the server is restarting; retry with the same Idempotency-Key',
+    });
+    for (const waiting of this.#waiting.values()) {
+      clearTimeout(waiting.timer);
+      waiting.reject(this.#gone);
+    }
+    this.#waiting.clear();
+  }
+}
+
+/**
+ * Test hook (child-process tests): called with each write the writer applied, before its
+ * reply is sent; true drops the reply (the write happened, its answer never comes).
+ */
+export const remoteWriterTestHooks: { dropReply?: (lane: Lane, write: DurableWrite) => boolean } =
+  {};
+
+/**
+ * The writer's side: one DurableDatabase per lane of the data directory's database file,
+ * applying the workers' writes on the writer process's durable writer thread.
+ */
+export class WriteServer {
+  readonly #dbs: Record<Lane, DurableDatabase>;
+
+  constructor(
+    path: string,
+    statements: Record<Lane, { check: string } & Record<string, string>>,
+    options: { durability?: Durability } = {},
+  ) {
+    const of = (lane: Lane) =>
+      new DurableDatabase(path, statements[lane], {
+        lane,
+        ...(options.durability && { durability: options.durability }),
+      });
+    this.#dbs = { objects: of('objects'), records: of('records') };
+  }
+
+  /** Applies a worker's write and sends its reply; false if the message is not a write. */
+  handle(message: unknown, send: (reply: WriteReply) => void): boolean {
+    if (!isRequest(message)) return false;
+    const { id, lane, write } = message;
+    const db = this.#dbs[lane];
+    if (!db) return false;
+    db.request(write).then(
+      (reply) => {
+        if (remoteWriterTestHooks.dropReply?.(lane, write)) return;
+        send({ hefesto: 'reply', id, reply: { ...reply, id } });
+      },
+      (err: unknown) =>
+        send({
+          hefesto: 'reply',
+          id,
+          unavailable: err instanceof Error ? err.message : 'the writer failed',
+        }),
+    );
+    return true;
+  }
+
+  close(): void {
+    this.#dbs.objects.close();
+    this.#dbs.records.close();
+  }
+}
