@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import {
   type PinnedServer,
   pinSelf,
+  processCpuMs,
   ROOT,
   startPinnedServer,
   startProbe,
@@ -268,6 +269,18 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
         undefined,
       ],
       [
+        'of the server CPU ms per append (HEFESTO_WORKERS=2), the writer process',
+        multi.writerCpuMs / multi.requests,
+        'printed',
+        undefined,
+      ],
+      [
+        'of the server CPU ms per append (HEFESTO_WORKERS=2), the two workers',
+        (multi.serverCpuMs - multi.writerCpuMs) / multi.requests,
+        'printed',
+        undefined,
+      ],
+      [
         'server cores used (64 clients, HEFESTO_WORKERS=2: server CPU s / wall s)',
         multi.serverCpuMs / 1000 / multi.seconds,
         'printed',
@@ -322,7 +335,7 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
  * The 64 clients against the multi-process server on a data dir of its own: a writer process
  * and two workers (functions/wiring/processes.ts), on every core; CPU summed over all three.
  */
-const multiProcessPhase = async (base: string): Promise<PhaseResult> => {
+const multiProcessPhase = async (base: string): Promise<PhaseResult & { writerCpuMs: number }> => {
   const dir = join(base, 'multi');
   const server = await startPinnedServer(
     {
@@ -337,8 +350,13 @@ const multiProcessPhase = async (base: string): Promise<PhaseResult> => {
   try {
     const tag = (p: string) => (c: number, i: number) =>
       appendOnce(server.url, `${p}-${c}`, `${p}-${c}-${i}`);
+    // The same history as the one-process server's before its 64 clients (JIT-warm workers).
     await phase(server, 8, 40, tag('warm'), false);
-    return await phase(server, 64, 25, tag('sixtyfour'), false);
+    await phase(server, 1, 600, tag('one'), false);
+    await phase(server, 16, 60, tag('sixteen'), false);
+    const writer0 = processCpuMs(server.pid);
+    const result = await phase(server, 64, 25, tag('sixtyfour'), false);
+    return { ...result, writerCpuMs: processCpuMs(server.pid) - writer0 };
   } finally {
     await server.stop();
   }

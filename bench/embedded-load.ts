@@ -29,6 +29,12 @@ const cpuSplit = (pid: number, tid?: number): [number, number] => {
   return [Number(f[11]) * TICK_MS, Number(f[12]) * TICK_MS];
 };
 
+/** CPU ms (user + system) of one process alone (all its threads, not its children). */
+export const processCpuMs = (pid: number): number => {
+  const [user, system] = cpuSplit(pid);
+  return user + system;
+};
+
 /** The child processes of `pid` (the multi-process server's workers), from /proc. */
 const childrenOf = (pid: number): number[] => {
   try {
