@@ -236,10 +236,11 @@ const startWorker = async (settings: Settings): Promise<void> => {
     if (remote.receive(m)) return;
     if (isControl(m) && m.hefesto === 'stop') stop(SHUTDOWN_GRACE_MS, 0);
   });
-  // A signal to the process group (Ctrl-C) reaches the workers too: the writer's stop
-  // message follows; a worker signalled alone stops the same way (and the writer forks one).
+  // Ctrl-C signals the whole process group: a worker leaves it to the writer, whose stop
+  // message follows (stopping here first would have the writer fork a replacement). A
+  // SIGTERM to a worker alone stops it (and the writer forks another).
+  process.on('SIGINT', () => {});
   process.on('SIGTERM', () => stop(SHUTDOWN_GRACE_MS, 0));
-  process.on('SIGINT', () => stop(SHUTDOWN_GRACE_MS, 0));
   try {
     embedded = createEmbedded(settings, {}, { remote });
     await embedded.ready;
