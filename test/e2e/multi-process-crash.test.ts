@@ -19,9 +19,9 @@ import { childrenOf, hasProc, killTree, spawnCollected, waitHealthy } from './pr
 
 const ROOT_KEY = 'root-key-for-multi-process-0123456789';
 /**
- * One stream per client: appends to one stream from two workers race for its head (the loser
- * reads again; past 16 lost races it answers 503 "too contended", as concurrent Lambdas do),
- * and here a 503 must mean the writer's death, nothing else.
+ * One stream per client: concurrent appends to one stream race for its head (the loser reads
+ * again; past 16 lost races it answers 503 "too contended", in one process too, more often
+ * across workers), and here a 503 must mean the writer's death, nothing else.
  */
 const streamOf = (c: number) => `mp-run-c${c}`;
 const CLIENTS = 8;
