@@ -255,7 +255,7 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
     ] as Array<readonly [string, number, string, boolean | undefined]>;
     // The multi-process server (HEFESTO_WORKERS=2: a writer and two workers), on both cores
     // (the load generator shares them; its CPU is counted apart), the same 64 clients.
-    const multi = await multiProcessPhase(dir);
+    const multi = await multiProcessPhase(dir, prof ? join(prof, 'multi') : undefined);
     const perCpuS = (r: PhaseResult) => r.requests / (r.serverCpuMs / 1000);
     printTable('Multi-process server (HEFESTO_WORKERS=2, not pinned) vs one process on core 0', [
       row('append 1 event, 64 clients, one process on core 0', sixtyFour),
@@ -335,7 +335,10 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
  * The 64 clients against the multi-process server on a data dir of its own: a writer process
  * and two workers (functions/wiring/processes.ts), on every core; CPU summed over all three.
  */
-const multiProcessPhase = async (base: string): Promise<PhaseResult & { writerCpuMs: number }> => {
+const multiProcessPhase = async (
+  base: string,
+  prof: string | undefined,
+): Promise<PhaseResult & { writerCpuMs: number }> => {
   const dir = join(base, 'multi');
   const server = await startPinnedServer(
     {
@@ -344,7 +347,8 @@ const multiProcessPhase = async (base: string): Promise<PhaseResult & { writerCp
       HEFESTO_COMPACT_INTERVAL_MS: '0',
       HEFESTO_WORKERS: '2',
     },
-    [],
+    // BENCH_CPU_PROF: every process profiled (node:cluster passes the flags to the workers).
+    prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
     { allCores: true },
   );
   try {

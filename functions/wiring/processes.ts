@@ -98,8 +98,12 @@ const startWriter = async (settings: Settings): Promise<void> => {
 
   const fork = (): Worker => {
     const worker = cluster.fork();
+    // One function per worker: the write server batches each worker's replies by it.
+    const reply = (message: object) => {
+      if (worker.isConnected()) worker.send(message);
+    };
     worker.on('message', (m: unknown) => {
-      if (writes.handle(m, (reply) => worker.isConnected() && worker.send(reply))) return;
+      if (writes.handle(m, reply)) return;
       if (!isControl(m)) return;
       if (m.hefesto === 'listening') onListening(m);
       if (m.hefesto === 'failed') onStartFailed(m.message);

@@ -41,9 +41,9 @@ recordStoreContract('local', async ({ faults, retry }) => {
  */
 const throughWriter = (path: string, owner: { close(): void }) => {
   const server = new WriteServer(path, { objects: OBJECT_WRITES, records: RECORD_WRITES });
+  const answer = (reply: unknown) => remote.receive(structuredClone(reply));
   const remote: RemoteWriter = new RemoteWriter(
-    (message) =>
-      server.handle(structuredClone(message), (reply) => remote.receive(structuredClone(reply))),
+    (message) => server.handle(structuredClone(message), answer),
     { timeoutMs: 30_000, maxWriteBytes: 64 * 1024 * 1024 },
   );
   return {

@@ -8,6 +8,7 @@ import { RECORD_WRITES } from '../../shared/adapters/local/local-record-store.js
 import { type LocalStores, openLocalStores } from '../../shared/adapters/local/local-stores.js';
 import { OBJECT_WRITES } from '../../shared/adapters/local/objects-db.js';
 import {
+  type Batch,
   RemoteWriter,
   type WriteRequest,
   WriteServer,
@@ -45,12 +46,13 @@ describe('RemoteWriter', () => {
       records: RECORD_WRITES,
     });
     opened.push(server);
-    const sent: WriteRequest[] = [];
+    const sent: Array<WriteRequest | Batch<WriteRequest>> = [];
+    const answer = (reply: unknown) => remote.receive(structuredClone(reply));
     const remote: RemoteWriter = new RemoteWriter(
       (message) => {
         sent.push(message);
         if (options.drop) return;
-        server.handle(structuredClone(message), (reply) => remote.receive(structuredClone(reply)));
+        server.handle(structuredClone(message), answer);
       },
       { timeoutMs: options.timeoutMs ?? 10_000, maxWriteBytes: options.maxWriteBytes ?? 1 << 20 },
     );
@@ -108,6 +110,18 @@ describe('RemoteWriter', () => {
     );
     expect(sent).toHaveLength(1);
     expect(await owner.records.get({ pk: 'p', sk: 's' })).toBeUndefined();
+  });
+
+  it('sends the writes of one turn as one message, each answered', async () => {
+    const { owner, worker, sent } = setUp();
+    await Promise.all([
+      worker.objects.putIfAbsent('b/1', enc.encode('1')),
+      worker.objects.putIfAbsent('b/2', enc.encode('2')),
+      worker.records.put({ pk: 'p', sk: 'x', v: 1 }),
+    ]);
+    expect(sent[0]).toMatchObject({ hefesto: 'batch', items: [{}, {}, {}] });
+    expect((await owner.objects.get('b/2'))?.body).toEqual(enc.encode('2'));
+    expect(await owner.records.get({ pk: 'p', sk: 'x' })).toMatchObject({ v: 1 });
   });
 
   it('refuses every waiting and every later write once the writer is gone', async () => {

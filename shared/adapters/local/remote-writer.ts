@@ -45,11 +45,47 @@ export type WriteReply =
   | { hefesto: 'reply'; id: number; reply: Reply }
   | { hefesto: 'reply'; id: number; unavailable: string };
 
-const isReply = (m: unknown): m is WriteReply =>
-  typeof m === 'object' && m !== null && (m as { hefesto?: unknown }).hefesto === 'reply';
+/**
+ * Several of either in one IPC message: the writes a worker's event loop made in one turn,
+ * the replies of one of the writer's transactions. An IPC message costs its sender a write to
+ * the channel and its receiver a wake-up, whatever its size (profiled: a worker spent 16% of
+ * its time in the channel's writes, one message per write).
+ */
+export interface Batch<T> {
+  hefesto: 'batch';
+  items: T[];
+}
 
-const isRequest = (m: unknown): m is WriteRequest =>
-  typeof m === 'object' && m !== null && (m as { hefesto?: unknown }).hefesto === 'write';
+const tagOf = (m: unknown) =>
+  typeof m === 'object' && m !== null ? (m as { hefesto?: unknown }).hefesto : undefined;
+
+const itemsOf = <T>(m: unknown, tag: string): T[] | undefined => {
+  if (tagOf(m) === tag) return [m as T];
+  if (tagOf(m) !== 'batch') return undefined;
+  const items = (m as Batch<unknown>).items;
+  return Array.isArray(items) && items.every((i) => tagOf(i) === tag) ? (items as T[]) : undefined;
+};
+
+/** Sends what `send` is given in one turn as one message (one item: as it is). */
+const batching = <T>(
+  send: (message: T | Batch<T>) => void,
+  onError: (items: T[], err: unknown) => void,
+) => {
+  let queue: T[] = [];
+  const flush = () => {
+    const items = queue;
+    queue = [];
+    try {
+      send(items.length === 1 ? (items[0] as T) : { hefesto: 'batch', items });
+    } catch (err) {
+      onError(items, err);
+    }
+  };
+  return (item: T) => {
+    queue.push(item);
+    if (queue.length === 1) setImmediate(flush);
+  };
+};
 
 /** Bytes of a write's values, roughly as they cross (strings counted by their length). */
 export const sizeOfWrite = (write: DurableWrite): number => {
@@ -85,15 +121,28 @@ export interface RemoteWriterOptions {
 
 /** A worker's side: each write sent to the writer, answered by its reply (see above). */
 export class RemoteWriter implements RemoteWrites {
-  readonly #send: (message: WriteRequest) => void;
+  readonly #send: (request: WriteRequest) => void;
   readonly #options: RemoteWriterOptions;
   readonly #waiting = new Map<number, Waiting>();
   #nextId = 1;
   #gone: UnavailableError | undefined;
 
-  constructor(send: (message: WriteRequest) => void, options: RemoteWriterOptions) {
-    this.#send = send;
+  constructor(
+    send: (message: WriteRequest | Batch<WriteRequest>) => void,
+    options: RemoteWriterOptions,
+  ) {
+    this.#send = batching(send, (items, err) => {
+      for (const { id } of items) this.#fail(id, err);
+    });
     this.#options = options;
+  }
+
+  #fail(id: number, err: unknown): void {
+    const waiting = this.#waiting.get(id);
+    if (!waiting) return;
+    this.#waiting.delete(id);
+    clearTimeout(waiting.timer);
+    waiting.reject(new UnavailableError('the writer process is gone', { cause: err }));
   }
 
   /** Writes sent and not answered yet. */
@@ -124,25 +173,22 @@ export class RemoteWriter implements RemoteWrites {
         );
       }, timeoutMs);
       this.#waiting.set(id, { resolve, reject, timer });
-      try {
-        this.#send({ hefesto: 'write', id, lane, write });
-      } catch (err) {
-        clearTimeout(timer);
-        this.#waiting.delete(id);
-        reject(new UnavailableError('the writer process is gone', { cause: err }));
-      }
+      this.#send({ hefesto: 'write', id, lane, write });
     });
   }
 
   /** Takes a message from the writer; false if it is not one of ours. */
   receive(message: unknown): boolean {
-    if (!isReply(message)) return false;
-    const waiting = this.#waiting.get(message.id);
-    if (!waiting) return true; // timed out before: its request was answered already
-    this.#waiting.delete(message.id);
-    clearTimeout(waiting.timer);
-    if ('unavailable' in message) waiting.reject(new UnavailableError(message.unavailable));
-    else waiting.resolve(message.reply);
+    const replies = itemsOf<WriteReply>(message, 'reply');
+    if (!replies) return false;
+    for (const reply of replies) {
+      const waiting = this.#waiting.get(reply.id);
+      if (!waiting) continue; // timed out before: its request was answered already
+      this.#waiting.delete(reply.id);
+      clearTimeout(waiting.timer);
+      if ('unavailable' in reply) waiting.reject(new UnavailableError(reply.unavailable));
+      else waiting.resolve(reply.reply);
+    }
     return true;
   }
 
@@ -172,6 +218,11 @@ export const remoteWriterTestHooks: { dropReply?: (lane: Lane, write: DurableWri
  */
 export class WriteServer {
   readonly #dbs: Record<Lane, DurableDatabase>;
+  /** Each worker's reply channel, batching what one turn answers. */
+  readonly #senders = new WeakMap<
+    (m: WriteReply | Batch<WriteReply>) => void,
+    (r: WriteReply) => void
+  >();
 
   constructor(
     path: string,
@@ -186,12 +237,28 @@ export class WriteServer {
     this.#dbs = { objects: of('objects'), records: of('records') };
   }
 
-  /** Applies a worker's write and sends its reply; false if the message is not a write. */
-  handle(message: unknown, send: (reply: WriteReply) => void): boolean {
-    if (!isRequest(message)) return false;
-    const { id, lane, write } = message;
+  /**
+   * Applies a worker's writes and sends their replies (`send`: that worker's channel, the same
+   * function for each of its messages); false if the message holds no writes.
+   */
+  handle(message: unknown, send: (reply: WriteReply | Batch<WriteReply>) => void): boolean {
+    const requests = itemsOf<WriteRequest>(message, 'write');
+    if (!requests) return false;
+    let reply = this.#senders.get(send);
+    if (!reply) {
+      reply = batching(send, () => {}); // a worker gone: its writes are applied, unanswered
+      this.#senders.set(send, reply);
+    }
+    for (const request of requests) this.#apply(request, reply);
+    return true;
+  }
+
+  #apply({ id, lane, write }: WriteRequest, send: (reply: WriteReply) => void): void {
     const db = this.#dbs[lane];
-    if (!db) return false;
+    if (!db) {
+      send({ hefesto: 'reply', id, unavailable: `no lane ${String(lane)}` });
+      return;
+    }
     db.request(write).then(
       (reply) => {
         if (remoteWriterTestHooks.dropReply?.(lane, write)) return;
@@ -204,7 +271,6 @@ export class WriteServer {
           unavailable: err instanceof Error ? err.message : 'the writer failed',
         }),
     );
-    return true;
   }
 
   close(): void {
