@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import {
   type PinnedServer,
   pinSelf,
+  processCpuMs,
   ROOT,
   startPinnedServer,
   startProbe,
@@ -251,7 +252,53 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
         'printed',
         undefined,
       ],
-    ] as const;
+    ] as Array<readonly [string, number, string, boolean | undefined]>;
+    // The multi-process server (HEFESTO_WORKERS=2: a writer and two workers), on both cores
+    // (the load generator shares them; its CPU is counted apart), the same 64 clients.
+    const multi = await multiProcessPhase(dir, prof ? join(prof, 'multi') : undefined);
+    const perCpuS = (r: PhaseResult) => r.requests / (r.serverCpuMs / 1000);
+    printTable('Multi-process server (HEFESTO_WORKERS=2, not pinned) vs one process on core 0', [
+      row('append 1 event, 64 clients, one process on core 0', sixtyFour),
+      row('append 1 event, 64 clients, writer + 2 workers, both cores', multi),
+    ]);
+    lean.push(
+      [
+        'appends per server-CPU-second (64 clients, HEFESTO_WORKERS=2, both cores)',
+        perCpuS(multi),
+        'printed',
+        undefined,
+      ],
+      [
+        'of the server CPU ms per append (HEFESTO_WORKERS=2), the writer process',
+        multi.writerCpuMs / multi.requests,
+        'printed',
+        undefined,
+      ],
+      [
+        'of the server CPU ms per append (HEFESTO_WORKERS=2), the two workers',
+        (multi.serverCpuMs - multi.writerCpuMs) / multi.requests,
+        'printed',
+        undefined,
+      ],
+      [
+        'server cores used (64 clients, HEFESTO_WORKERS=2: server CPU s / wall s)',
+        multi.serverCpuMs / 1000 / multi.seconds,
+        'printed',
+        undefined,
+      ],
+      [
+        'server on both cores: appends per server-CPU-second, 2 workers / 1 process',
+        perCpuS(multi) / perCpuS(sixtyFour),
+        '>= 1',
+        perCpuS(multi) / perCpuS(sixtyFour) >= 1,
+      ],
+      [
+        'appends per second, 2 workers / 1 process (64 clients)',
+        multi.requests / multi.seconds / (sixtyFour.requests / sixtyFour.seconds),
+        'printed',
+        undefined,
+      ],
+    );
     printTable(
       'Budgets (issue 25, a lean request path), from this run',
       lean.map(([name, value, budget, met]) => ({
@@ -281,6 +328,41 @@ export const runEmbeddedConcurrencyBench = async (options: { stats?: boolean } =
     if (process.env.BENCH_SERVER_OUTPUT)
       writeFileSync(process.env.BENCH_SERVER_OUTPUT, server.output());
     rmSync(dir, { recursive: true, force: true });
+  }
+};
+
+/**
+ * The 64 clients against the multi-process server on a data dir of its own: a writer process
+ * and two workers (functions/wiring/processes.ts), on every core; CPU summed over all three.
+ */
+const multiProcessPhase = async (
+  base: string,
+  prof: string | undefined,
+): Promise<PhaseResult & { writerCpuMs: number }> => {
+  const dir = join(base, 'multi');
+  const server = await startPinnedServer(
+    {
+      HEFESTO_DATA_DIR: dir,
+      HEFESTO_API_KEY: ROOT,
+      HEFESTO_COMPACT_INTERVAL_MS: '0',
+      HEFESTO_WORKERS: '2',
+    },
+    // BENCH_CPU_PROF: every process profiled (node:cluster passes the flags to the workers).
+    prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+    { allCores: true },
+  );
+  try {
+    const tag = (p: string) => (c: number, i: number) =>
+      appendOnce(server.url, `${p}-${c}`, `${p}-${c}-${i}`);
+    // The same history as the one-process server's before its 64 clients (JIT-warm workers).
+    await phase(server, 8, 40, tag('warm'), false);
+    await phase(server, 1, 600, tag('one'), false);
+    await phase(server, 16, 60, tag('sixteen'), false);
+    const writer0 = processCpuMs(server.pid);
+    const result = await phase(server, 64, 25, tag('sixtyfour'), false);
+    return { ...result, writerCpuMs: processCpuMs(server.pid) - writer0 };
+  } finally {
+    await server.stop();
   }
 };
 

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { freePort } from '../scripts/lib/server-process.js';
 
 /**
@@ -27,6 +27,41 @@ const cpuSplit = (pid: number, tid?: number): [number, number] => {
   const stat = readFileSync(`/proc/${pid}${tid ? `/task/${tid}` : ''}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return [Number(f[11]) * TICK_MS, Number(f[12]) * TICK_MS];
+};
+
+/** CPU ms (user + system) of one process alone (all its threads, not its children). */
+export const processCpuMs = (pid: number): number => {
+  const [user, system] = cpuSplit(pid);
+  return user + system;
+};
+
+/** The child processes of `pid` (the multi-process server's workers), from /proc. */
+const childrenOf = (pid: number): number[] => {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
+        .split(' ')
+        .filter(Boolean)
+        .map(Number),
+    );
+  } catch {
+    return [];
+  }
+};
+
+/** [user, system] ms of a process and its child processes (HEFESTO_WORKERS > 1: the workers). */
+const treeCpuSplit = (pid: number): [number, number] => {
+  const total = cpuSplit(pid);
+  for (const child of childrenOf(pid)) {
+    try {
+      const [user, system] = cpuSplit(child);
+      total[0] += user;
+      total[1] += system;
+    } catch {
+      // that process is gone
+    }
+  }
+  return total;
 };
 
 /** CPU ms (user + system) of the server by thread: its event loop, its durable writers, the rest. */
@@ -78,9 +113,11 @@ export const pinSelf = (): boolean => {
 export const startPinnedServer = async (
   env: Record<string, string>,
   nodeFlags: string[] = [],
+  options: { allCores?: boolean } = {},
 ): Promise<PinnedServer> => {
   const port = await freePort();
-  const pinned = hasTaskset && cores() >= 2;
+  // allCores: the server (every process of it) on every core, the load generator's too.
+  const pinned = hasTaskset && cores() >= 2 && options.allCores !== true;
   const node = [process.execPath, ...nodeFlags, '--import', 'tsx', 'functions/server.ts'];
   const [cmd, ...args] = pinned ? ['taskset', '-c', '0', ...node] : node;
   const child = spawn(cmd as string, args, {
@@ -116,10 +153,10 @@ export const startPinnedServer = async (
     pid,
     pinned,
     cpuMs: () => {
-      const [user, system] = cpuSplit(pid);
+      const [user, system] = treeCpuSplit(pid);
       return user + system;
     },
-    cpuSplitMs: () => cpuSplit(pid),
+    cpuSplitMs: () => treeCpuSplit(pid),
     threadCpuMs: (writers) => {
       const sum = ([user, system]: [number, number]) => user + system;
       const total = sum(cpuSplit(pid));

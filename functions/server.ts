@@ -6,9 +6,11 @@ import type { IssuedKey } from '../shared/keys/keys.js';
 import { type CompactionTimer, startCompactionTimer } from './wiring/compaction.js';
 import { createEmbedded } from './wiring/embedded.js';
 import { LOOPBACK, listenAll, urlOf } from './wiring/listen.js';
+import { startProcesses } from './wiring/processes.js';
 
 /**
  * `npm start`: the embedded server (one machine, no AWS). One Node process, signals included:
+ * (HEFESTO_WORKERS > 1: a writer process and N workers instead, functions/wiring/processes.ts)
  * built into dist/node/server.mjs (scripts/build.mjs), run as `node dist/node/server.mjs`
  * (what `npm start` execs under npm).
  *
@@ -40,6 +42,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 const start = async (): Promise<void> => {
   const settings = parseSettings(process.env);
+  if (settings.workers > 1) return startProcesses(settings);
   const embedded = createEmbedded(settings);
   // One server per address (127.0.0.1 and ::1 by default: a socket binds one address).
   const hosts = settings.host === undefined ? LOOPBACK : [settings.host];

@@ -5,6 +5,7 @@ import { type Logger, pino } from 'pino';
 import {
   type DurableWriterStats,
   durableWriterStats,
+  type RemoteWrites,
   startDurableWriter,
 } from '../../shared/adapters/local/durable-writer.js';
 import { LocalKeyStore } from '../../shared/adapters/local/local-key-store.js';
@@ -56,6 +57,15 @@ export interface EmbeddedHooks {
   clock?: Clock;
 }
 
+/** Where this process stands in the multi-process server (functions/wiring/processes.ts). */
+export interface EmbeddedRole {
+  /**
+   * A worker: the writer process owns the data directory and applies every write sent here
+   * (remote-writer.ts); this process reads it and serves HTTP. Unset: this process owns it.
+   */
+  remote?: RemoteWrites;
+}
+
 /**
  * Wiring of the embedded server: settings -> local stores under HEFESTO_DATA_DIR (objects and
  * records in one file, `objects.sqlite`: local-stores.ts; an append costs one fsync, none with
@@ -74,12 +84,18 @@ export interface EmbeddedHooks {
 /** The console's and the docs' files, as `npm run build:console` leaves them. */
 export const STATIC_DIR = fileURLToPath(new URL('../../dist/static', import.meta.url));
 
-export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): Embedded => {
+export const createEmbedded = (
+  settings: Settings,
+  hooks: EmbeddedHooks = {},
+  role: EmbeddedRole = {},
+): Embedded => {
   const clock = hooks.clock ?? systemClock;
   const logger = pino({ level: settings.logLevel });
+  const { remote } = role;
   const { objects, records } = openLocalStores(settings.dataDir, {
     clock,
     durability: settings.durability,
+    ...(remote && { remote }),
   });
   const { migrated } = objects.layout;
   if (migrated && migrated.objects > 0) {
@@ -97,7 +113,7 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
   // objects.sqlite (objects and records).
   const keyStore = settings.keyStore ? new LocalKeyStore(settings.keyStore) : undefined;
   const keyring = keyStore ? new StreamKeyring(records, keyStore) : undefined;
-  startDurableWriter([objects.path]);
+  if (!remote) startDurableWriter([objects.path]);
   const ready = checkSigningKeys(records, signing);
   ready.catch(() => undefined); // awaited by the server and by fetch; not unhandled here
   const ledger = new Ledger(
@@ -112,9 +128,15 @@ export const createEmbedded = (settings: Settings, hooks: EmbeddedHooks = {}): E
         logger.warn({ err }, 'base snapshot not written; the compactor writes it'),
     },
   );
-  // This process holds the data dir alone (its LOCK), so every revocation goes through this
-  // service: key lookups are cached (keys.ts, cacheLookups).
-  const keys = new KeyService({ records, clock, rootKey: settings.apiKey, cacheLookups: true });
+  // A process that holds the data dir alone (its LOCK) sees every revocation go through this
+  // service: key lookups are cached (keys.ts, cacheLookups). A worker of the multi-process
+  // server does not (another worker may revoke): it reads the key's record every time.
+  const keys = new KeyService({
+    records,
+    clock,
+    rootKey: settings.apiKey,
+    cacheLookups: !remote,
+  });
   // The witness: a directory beside the objects (write-once files; local-witness-store.ts).
   const witness = new LocalWitnessStore(join(settings.dataDir, 'witness'));
   const compactor = createCompactor(

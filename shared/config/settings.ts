@@ -14,6 +14,11 @@ import { memoryOf } from '../domain/state-v2/budget.js';
  * | HEFESTO_HOST                | (loopback)   | embedded server address; unset: 127.0.0.1 |
  * |                             |              | and ::1 only (`0.0.0.0` / `::`: open)     |
  * | HEFESTO_DATA_DIR            | ./.hefesto   | embedded data directory                   |
+ * | HEFESTO_WORKERS             | 1            | embedded: HTTP worker processes; > 1: one |
+ * |                             |              | writer process owns the data dir and N    |
+ * |                             |              | workers serve (docs/operations.md)        |
+ * | HEFESTO_WRITER_TIMEOUT_MS   | 30000        | embedded, workers > 1: a write's wait for |
+ * |                             |              | the writer's reply before a 503           |
  * | HEFESTO_DURABILITY          | power-loss   | embedded: what a commit survives:         |
  * |                             |              | `power-loss` (an fsync per commit) or     |
  * |                             |              | `process-crash` (no fsync at a commit; a  |
@@ -74,6 +79,14 @@ export interface Settings {
   dataDir: string;
   /** Embedded: what a commit survives (docs/operations.md, "Durability"). */
   durability: Durability;
+  /**
+   * Embedded: HTTP worker processes (1: one process does everything); more: one writer
+   * process owns the data dir and applies every write they send (docs/operations.md,
+   * "Every core").
+   */
+  workers: number;
+  /** Embedded, workers > 1: how long a worker's write waits for the writer's reply. */
+  writerTimeoutMs: number;
   apiKey: string | undefined;
   bucket: string | undefined;
   table: string | undefined;
@@ -178,6 +191,8 @@ const EnvSchema = z.object({
   ),
   HEFESTO_DATA_DIR: z.preprocess(unset, z.string().default('./.hefesto')),
   HEFESTO_DURABILITY: z.preprocess(unset, z.enum(DURABILITIES).default('power-loss')),
+  HEFESTO_WORKERS: integer(1, 64, 1),
+  HEFESTO_WRITER_TIMEOUT_MS: integer(100, 600_000, 30_000),
   HEFESTO_API_KEY: z.preprocess(
     unset,
     z
@@ -275,6 +290,8 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     host: e.HEFESTO_HOST,
     dataDir: e.HEFESTO_DATA_DIR,
     durability: e.HEFESTO_DURABILITY,
+    workers: e.HEFESTO_WORKERS,
+    writerTimeoutMs: e.HEFESTO_WRITER_TIMEOUT_MS,
     apiKey: e.HEFESTO_API_KEY,
     bucket: e.HEFESTO_BUCKET,
     table: e.HEFESTO_TABLE,

@@ -10,11 +10,23 @@ describe('settings', () => {
       expect(() => parseSettings({ HEFESTO_DURABILITY: 'none' })).toThrow(/HEFESTO_DURABILITY/);
     });
 
+    it('reads the multi-process server settings, and refuses a count out of range', () => {
+      const settings = parseSettings({ HEFESTO_WORKERS: '4', HEFESTO_WRITER_TIMEOUT_MS: '500' });
+      expect(settings).toMatchObject({ workers: 4, writerTimeoutMs: 500 });
+      expect(() => parseSettings({ HEFESTO_WORKERS: '0' })).toThrow(/HEFESTO_WORKERS/);
+      expect(() => parseSettings({ HEFESTO_WORKERS: '65' })).toThrow(/HEFESTO_WORKERS/);
+      expect(() => parseSettings({ HEFESTO_WRITER_TIMEOUT_MS: '10' })).toThrow(
+        /HEFESTO_WRITER_TIMEOUT_MS/,
+      );
+    });
+
     it('has defaults for everything', () => {
       expect(parseSettings({})).toEqual({
         port: 8787,
         dataDir: './.hefesto',
         durability: 'power-loss',
+        workers: 1,
+        writerTimeoutMs: 30_000,
         apiKey: undefined,
         bucket: undefined,
         table: undefined,

@@ -75,7 +75,8 @@ export class DurableWriteError extends Error {
   }
 }
 
-type Reply =
+/** The writer's answer to one message (a write's, or the stats'). */
+export type Reply =
   | { id: number; ok: true; changes?: number; stats?: DurableWriterStats }
   | { id: number; stale: number }
   | { id: number; error: { message: string; code?: string } };
@@ -219,6 +220,15 @@ const writerThread = (key: ThreadKey): WriterThread => {
 
 let nextDb = 1;
 
+/**
+ * Where the writes of a database go when another process owns it: the multi-process embedded
+ * server's workers send each write to the writer process (remote-writer.ts), whose own
+ * DurableDatabase of the same lane applies it. The reply is the writer's, as it came.
+ */
+export interface RemoteWrites {
+  request(lane: Lane, write: DurableWrite): Promise<Reply>;
+}
+
 /** One SQLite database written through the durable writer. */
 export class DurableDatabase {
   readonly #db = nextDb++;
@@ -226,6 +236,7 @@ export class DurableDatabase {
   readonly #thread: ThreadKey;
   readonly #open: object;
   #on: WriterThread | undefined;
+  readonly #remote: RemoteWrites | undefined;
   #closed = false;
 
   /**
@@ -235,17 +246,33 @@ export class DurableDatabase {
   constructor(
     path: string,
     statements: { check: string } & Record<string, string>,
-    options: { lane: Lane; busyTimeoutMs?: number; durability?: Durability },
+    options: {
+      lane: Lane;
+      busyTimeoutMs?: number;
+      durability?: Durability;
+      /** Another process writes it (see RemoteWrites): no thread here. */
+      remote?: RemoteWrites;
+    },
   ) {
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     const durability = options.durability ?? 'power-loss';
     this.#lane = options.lane;
     this.#thread = path;
+    this.#remote = options.remote;
     this.#open = { t: 'open', db: this.#db, path, statements, busyTimeoutMs, durability };
   }
 
   async write(write: DurableWrite): Promise<WriteOutcome> {
+    const reply = await this.request(write);
+    if ('error' in reply) throw new DurableWriteError(reply.error.message, reply.error.code);
+    if ('stale' in reply) return { ok: false, stale: reply.stale };
+    return { ok: true, changes: reply.changes ?? 0 };
+  }
+
+  /** The writer's reply to `write`, as it came (remote-writer.ts passes it on). */
+  async request(write: DurableWrite): Promise<Reply> {
     if (this.#closed) throw new UnavailableError('the store is closed');
+    if (this.#remote) return this.#remote.request(this.#lane, write);
     const on = writerThread(this.#thread);
     if (this.#on !== on) {
       // Opened lazily on first write (a store that only reads starts no thread), and again
@@ -254,10 +281,7 @@ export class DurableDatabase {
       on.retain();
       this.#on = on;
     }
-    const reply = await on.request({ t: 'write', db: this.#db, ...write }, this.#lane);
-    if ('error' in reply) throw new DurableWriteError(reply.error.message, reply.error.code);
-    if ('stale' in reply) return { ok: false, stale: reply.stale };
-    return { ok: true, changes: reply.changes ?? 0 };
+    return on.request({ t: 'write', db: this.#db, ...write }, this.#lane);
   }
 
   /** Closes the writer's connection once the writes sent before are done. */

@@ -16,7 +16,12 @@ import { checkObjectKey } from '../../ports/validate.js';
 import { type RetryOptions, withRetries } from '../retry.js';
 import { acquireDirLock } from './dir-lock.js';
 import { mkdirDurable } from './durable-fs.js';
-import { type Durability, DurableDatabase, DurableWriteError } from './durable-writer.js';
+import {
+  type Durability,
+  DurableDatabase,
+  DurableWriteError,
+  type RemoteWrites,
+} from './durable-writer.js';
 import { decodeObject, encodeObject } from './object-codec.js';
 import { ensureLayout, type LayoutResult } from './object-layout.js';
 import { etagOf, OBJECT_WRITES, OBJECTS_DB, openObjectsDb } from './objects-db.js';
@@ -38,6 +43,12 @@ export interface LocalObjectStoreOptions {
    * one WAL both are in. Without it every put syncs (two files: no order between their syncs).
    */
   sharesFileWithRecords?: boolean;
+  /**
+   * Another process owns the directory and writes it (the multi-process server's writer,
+   * remote-writer.ts): this store takes no lock, moves no layout, reads on a read-only
+   * connection and sends every write there. The owner must have opened it first.
+   */
+  remote?: RemoteWrites;
 }
 
 /** Another process holds SQLite's write lock past busy_timeout, or a transient I/O error. */
@@ -97,19 +108,26 @@ export class LocalObjectStore implements ObjectStore {
     this.#retry = options.retry ?? {};
     this.#defers = options.sharesFileWithRecords === true;
     this.path = join(dir, OBJECTS_DB);
-    mkdirDurable(dir);
-    const release = acquireDirLock(dir);
-    try {
-      this.layout = ensureLayout(dir);
-      this.#db = openObjectsDb(join(dir, OBJECTS_DB));
-    } catch (err) {
-      release();
-      throw err;
+    if (options.remote) {
+      this.layout = {};
+      this.#db = openObjectsDb(this.path, { readonly: true });
+      this.#release = () => {};
+    } else {
+      mkdirDurable(dir);
+      const release = acquireDirLock(dir);
+      try {
+        this.layout = ensureLayout(dir);
+        this.#db = openObjectsDb(this.path);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      this.#release = release;
     }
-    this.#release = release;
     this.#writer = new DurableDatabase(this.path, OBJECT_WRITES, {
       lane: 'objects',
       ...(options.durability && { durability: options.durability }),
+      ...(options.remote && { remote: options.remote }),
     });
     this.#row = this.#db.prepare('SELECT etag, size FROM objects WHERE key = ?');
     this.#body = this.#db.prepare('SELECT key, etag, size, body FROM objects WHERE key = ?');

@@ -31,6 +31,7 @@ import {
   DurableDatabase,
   type DurableWrite,
   DurableWriteError,
+  type RemoteWrites,
   type Write,
   type WriteOutcome,
 } from './durable-writer.js';
@@ -46,6 +47,11 @@ export interface LocalRecordStoreOptions {
   busyTimeoutMs?: number;
   /** What a commit survives (durable-writer.ts). Default 'power-loss': an fsync per commit. */
   durability?: Durability;
+  /**
+   * Another process owns the file and writes it (remote-writer.ts): reads run on a read-only
+   * connection, every write is sent there, and opening writes nothing (no schema, no purge).
+   */
+  remote?: RemoteWrites;
 }
 
 export const RECORDS_SCHEMA = `
@@ -119,13 +125,16 @@ export class LocalRecordStore implements RecordStore {
     this.#faults = options.faults;
     this.#retry = options.retry ?? {};
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
-    const db = new Database(options.path);
+    const remote = inMemory ? undefined : options.remote;
+    const db = new Database(options.path, { readonly: !!remote, fileMustExist: !!remote });
     this.#db = db;
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-    for (const pragma of NEW_DATABASE_PRAGMAS) db.pragma(pragma);
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.exec(RECORDS_SCHEMA);
+    if (!remote) {
+      for (const pragma of NEW_DATABASE_PRAGMAS) db.pragma(pragma);
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.exec(RECORDS_SCHEMA);
+    }
     this.#select = db.prepare<[string, string], StoredBody>(
       'SELECT body FROM items WHERE pk = ? AND sk = ?',
     );
@@ -150,9 +159,12 @@ export class LocalRecordStore implements RecordStore {
           lane: 'records',
           busyTimeoutMs,
           ...(options.durability && { durability: options.durability }),
+          ...(remote && { remote }),
         });
     // On open, before any other write of ours: one synchronous write is fine here, and so
     // is giving the pages it freed back (a no-op unless the file has incremental vacuum).
+    // (Not on a remote's reader: the owner purged when it opened.)
+    if (remote) return;
     if (db.prepare(RECORD_WRITES.purge).run(this.#clock.now()).changes > 0 && !inMemory) {
       db.pragma('incremental_vacuum');
     }
@@ -322,7 +334,8 @@ export class LocalRecordStore implements RecordStore {
   }
 }
 
-const RECORD_WRITES = {
+/** What the durable writer runs on it (see DurableDatabase). */
+export const RECORD_WRITES = {
   check: 'SELECT body FROM items WHERE pk = ? AND sk = ?',
   upsert: 'INSERT OR REPLACE INTO items (pk, sk, ttl, body) VALUES (?, ?, ?, ?)',
   remove: 'DELETE FROM items WHERE pk = ? AND sk = ?',

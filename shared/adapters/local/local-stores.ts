@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Clock } from '../../ports/clock.js';
 import { fsyncDir } from './durable-fs.js';
-import type { Durability } from './durable-writer.js';
+import type { Durability, RemoteWrites } from './durable-writer.js';
 import { LocalObjectStore } from './local-object-store.js';
 import { LocalRecordStore, RECORDS_SCHEMA } from './local-record-store.js';
 
@@ -16,6 +16,9 @@ export interface LocalStores {
 }
 
 /**
+ * `remote`: the stores of a worker of the multi-process server, reading the directory another
+ * process owns and sending it every write (remote-writer.ts).
+ *
  * The stores of a data directory, in ONE database file (`objects.sqlite`: table `objects` and
  * table `items`), so that an append costs one fsync: its segment is committed without a sync
  * (`syncWithCommit`), then its head's transaction syncs the one WAL, which holds both (a WAL
@@ -33,20 +36,23 @@ export interface LocalStores {
  */
 export const openLocalStores = (
   dir: string,
-  options: { clock?: Clock; durability?: Durability } = {},
+  options: { clock?: Clock; durability?: Durability; remote?: RemoteWrites } = {},
 ): LocalStores => {
-  const { durability } = options;
+  const { durability, remote } = options;
   const objects = new LocalObjectStore({
     dir,
     sharesFileWithRecords: true,
     ...(durability && { durability }),
+    ...(remote && { remote }),
   });
   try {
-    mergeLegacyRecords(dir, objects.path);
+    // A remote's reader (remote-writer.ts): the owner moved the records in when it opened.
+    if (!remote) mergeLegacyRecords(dir, objects.path);
     const records = new LocalRecordStore({
       path: objects.path,
       ...(options.clock && { clock: options.clock }),
       ...(durability && { durability }),
+      ...(remote && { remote }),
     });
     return { objects, records };
   } catch (err) {

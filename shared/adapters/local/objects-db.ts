@@ -31,11 +31,21 @@ export const OBJECT_WRITES = {
 
 export const etagOf = (body: Uint8Array): string => createHash('sha256').update(body).digest('hex');
 
-/** Opens (creating if need be) the objects database for reading and the writer's setup. */
-export const openObjectsDb = (path: string, busyTimeoutMs = 5000): Database.Database => {
-  const db = new Database(path);
+/**
+ * Opens (creating if need be) the objects database for reading and the writer's setup;
+ * `readonly`: a reader of a database another process owns and set up (remote-writer.ts).
+ */
+export const openObjectsDb = (
+  path: string,
+  options: { busyTimeoutMs?: number; readonly?: boolean } = {},
+): Database.Database => {
+  const db = new Database(path, {
+    readonly: options.readonly === true,
+    fileMustExist: options.readonly === true,
+  });
   try {
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    if (options.readonly) return db;
     // A new database only (see local-record-store.ts): pages freed by deletions go back to
     // the file system (durable-writer-thread.mjs runs the incremental vacuum).
     db.pragma('auto_vacuum = INCREMENTAL');
