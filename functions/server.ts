@@ -5,7 +5,7 @@ import { parseSettings } from '../shared/config/settings.js';
 import type { IssuedKey } from '../shared/keys/keys.js';
 import { type CompactionTimer, startCompactionTimer } from './wiring/compaction.js';
 import { createEmbedded } from './wiring/embedded.js';
-import { LOOPBACK, listenAll, urlOf } from './wiring/listen.js';
+import { LOOPBACK, listenAll, startBanner } from './wiring/listen.js';
 import { startProcesses } from './wiring/processes.js';
 
 /**
@@ -122,21 +122,7 @@ const start = async (): Promise<void> => {
     embedded.close();
     throw err;
   }
-  const reach =
-    settings.host === undefined
-      ? `${bound.join(' and ')} only; HEFESTO_HOST=0.0.0.0 opens it`
-      : `HEFESTO_HOST=${settings.host}`;
-  const lines = [
-    `Hefesto listening on ${urlOf(settings.host, port)} (${reach}; docs: /docs, pid ${process.pid})`,
-  ];
-  if (bootstrap) {
-    lines.push(
-      `Created the first API key (tenant ${bootstrap.tenant}, scopes ${bootstrap.scopes.join(',')}).`,
-      'It is shown only this once; keep it:',
-      `  ${bootstrap.key}`,
-    );
-  }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(startBanner(settings.host, port, bound, bootstrap));
 
   const { intervalMs } = settings.compaction;
   compaction =

@@ -1,4 +1,4 @@
-import { svg } from './pictures.js';
+import { arrowDefs, svg } from './pictures.js';
 import { edgeKey, type GraphShape } from './runs.js';
 
 /**
@@ -84,23 +84,7 @@ export const graphPicture = (
         `${next.length > 0 ? `; next ${next.join(', ')}${visit.interrupted ? ' (interrupted)' : ''}` : ''}`,
     },
     svg('title', {}, label),
-    svg(
-      'defs',
-      {},
-      svg(
-        'marker',
-        {
-          id: 'graph-arrow',
-          viewBox: '0 0 10 10',
-          refX: 9,
-          refY: 5,
-          markerWidth: 7,
-          markerHeight: 7,
-          orient: 'auto-start-reverse',
-        },
-        svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow-head' }),
-      ),
-    ),
+    arrowDefs('graph-arrow'),
   );
   if (forkedFrom)
     root.append(svg('text', { x: 4, y: 14, class: 'fork-origin' }, `↱ forked from ${forkedFrom}`));

@@ -22,6 +22,26 @@ export const svg = <K extends keyof SVGElementTagNameMap>(
   return node;
 };
 
+/** The `<defs>` of an arrow-head marker `id`, which the pictures' edges end with. */
+export const arrowDefs = (id: string): SVGElement =>
+  svg(
+    'defs',
+    {},
+    svg(
+      'marker',
+      {
+        id,
+        viewBox: '0 0 10 10',
+        refX: 9,
+        refY: 5,
+        markerWidth: 7,
+        markerHeight: 7,
+        orient: 'auto-start-reverse',
+      },
+      svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow-head' }),
+    ),
+  );
+
 export interface PathNode {
   /** What the box says: the node that ran. */
   name: string;
@@ -72,23 +92,7 @@ export const pathPicture = (
       'aria-label': `${label}: ${words.join(' → ') || 'no steps'}`,
     },
     svg('title', {}, label),
-    svg(
-      'defs',
-      {},
-      svg(
-        'marker',
-        {
-          id: 'arrow',
-          viewBox: '0 0 10 10',
-          refX: 9,
-          refY: 5,
-          markerWidth: 7,
-          markerHeight: 7,
-          orient: 'auto-start-reverse',
-        },
-        svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow-head' }),
-      ),
-    ),
+    arrowDefs('arrow'),
   );
   if (forkedFrom)
     root.append(svg('text', { x: 4, y: 14, class: 'fork-origin' }, `↱ forked from ${forkedFrom}`));

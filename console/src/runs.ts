@@ -1,3 +1,4 @@
+import type { CopiedWrite } from '../../shared/domain/copy-thread.js';
 /**
  * What the console knows of agent frameworks, read from what they store through the public
  * API (no DOM: the unit tests import it).
@@ -20,14 +21,8 @@
 
 export type RunStatus = 'running' | 'interrupted' | 'done' | 'failed';
 
-export interface StoredWrite {
-  taskId: string;
-  taskPath: string;
-  idx: number;
-  channel: string;
-  value?: unknown;
-  ref?: { hash: string; size: number };
-}
+/** A pending write as the tuple routes answer it (the copy procedure's own type). */
+export type StoredWrite = CopiedWrite;
 
 /** A checkpoint as GET …/tuple(s) answers it, with its state made whole. */
 export interface Tuple {

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { IssuedKey } from '../../shared/keys/keys.js';
 
 /**
  * Binding the embedded server's HTTP listeners (functions/server.ts, and the in-process
@@ -61,3 +62,31 @@ export const urlOf = (host: string | undefined, port: number) =>
   host === undefined
     ? `http://localhost:${port}`
     : `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+/**
+ * The start line (and the first API key, shown this once) both the one-process server and
+ * the multi-process writer print; `note` adds to the parenthesis (e.g. the worker count).
+ */
+export const startBanner = (
+  host: string | undefined,
+  port: number,
+  bound: readonly string[],
+  bootstrap: IssuedKey | undefined,
+  note = '',
+): string => {
+  const reach =
+    host === undefined
+      ? `${bound.join(' and ')} only; HEFESTO_HOST=0.0.0.0 opens it`
+      : `HEFESTO_HOST=${host}`;
+  const lines = [
+    `Hefesto listening on ${urlOf(host, port)} (${reach}; docs: /docs, pid ${process.pid}${note})`,
+  ];
+  if (bootstrap) {
+    lines.push(
+      `Created the first API key (tenant ${bootstrap.tenant}, scopes ${bootstrap.scopes.join(',')}).`,
+      'It is shown only this once; keep it:',
+      `  ${bootstrap.key}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+};

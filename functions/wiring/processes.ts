@@ -8,7 +8,7 @@ import { RemoteWriter, WriteServer } from '../../shared/adapters/local/remote-wr
 import type { Settings } from '../../shared/config/settings.js';
 import { type CompactionTimer, startCompactionTimer } from './compaction.js';
 import { createEmbedded, type Embedded } from './embedded.js';
-import { LOOPBACK, listenAll, urlOf } from './listen.js';
+import { LOOPBACK, listenAll, startBanner } from './listen.js';
 
 /**
  * The multi-process embedded server (HEFESTO_WORKERS = N > 1; functions/server.ts runs one
@@ -180,21 +180,9 @@ const startWriter = async (settings: Settings): Promise<void> => {
   }
   started = true;
   const bootstrap = settings.apiKey ? undefined : await embedded.keys.ensureBootstrapKey();
-  const reach =
-    settings.host === undefined
-      ? `${bound.join(' and ')} only; HEFESTO_HOST=0.0.0.0 opens it`
-      : `HEFESTO_HOST=${settings.host}`;
-  const lines = [
-    `Hefesto listening on ${urlOf(settings.host, port)} (${reach}; docs: /docs, pid ${process.pid}, ${settings.workers} workers)`,
-  ];
-  if (bootstrap) {
-    lines.push(
-      `Created the first API key (tenant ${bootstrap.tenant}, scopes ${bootstrap.scopes.join(',')}).`,
-      'It is shown only this once; keep it:',
-      `  ${bootstrap.key}`,
-    );
-  }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(
+    startBanner(settings.host, port, bound, bootstrap, `, ${settings.workers} workers`),
+  );
   const { intervalMs } = settings.compaction;
   if (intervalMs > 0 && !stopping) {
     compaction = startCompactionTimer(embedded.compactor, embedded.logger, intervalMs);
