@@ -130,11 +130,16 @@ for (const factory of allStores.filter((s) => s.enabled)) {
         expect(seen).toBeGreaterThan(10);
       });
 
-      it('fails closed on a sealed base moved to another stream or tenant', async () => {
+      it('fails closed on a sealed base moved to another seq, stream or tenant', async () => {
+        await ledger().states.writeBaseAt('acme', 'run-1', 4);
         const ours = await snapKey('acme', 'run-1', 3);
         const original = await body(ours);
-        for (const [tenant, stream] of STREAMS.slice(1)) {
-          await replace(ours, await body(await snapKey(tenant, stream, 3)));
+        for (const [tenant, stream, seq] of [
+          ['acme', 'run-1', 4], // another seq
+          ['acme', 'run-2', 3], // another stream
+          ['other', 'run-1', 3], // another tenant
+        ] as const) {
+          await replace(ours, await body(await snapKey(tenant, stream, seq)));
           const l = ledger();
           await expect(l.states.hydrate('acme', 'run-1', 3)).rejects.toBeInstanceOf(
             TamperedLedgerError,
