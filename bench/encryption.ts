@@ -7,10 +7,10 @@
  *
  * Then the same per checkpoint (a LangGraph-like turn: a label, its meta, one message set
  * into the state, a base every 25 checkpoints, and the superstep's pending write), interleaved
- * the same way. What a checkpoint seals today is its event (the delta's payload) and its
- * pending write's value; the state stored beside the chain (bases, chunks, large values) is
- * not encrypted yet (docs/privacy.md), so the figure is the cost of what is built, not of
- * the whole design.
+ * the same way. What a checkpoint seals today is its event (the delta's payload), its
+ * pending write's value and, every 25th, its base's object (a chunked base's root object);
+ * the chunks and large values stored beside the chain are not encrypted yet
+ * (docs/privacy.md), so the figure is the cost of what is built, not of the whole design.
  *
  *   npx tsx bench/encryption.ts [appends per round = 2000] [rounds = 5] [checkpoints per round = 500]
  */
@@ -137,5 +137,5 @@ const cEncrypted = median(ckpt.encrypted);
 const over = ((cEncrypted - cPlain) / cPlain) * 100;
 console.log(`checkpoints per round ${checkpoints}, rounds ${rounds} (medians)`);
 console.log(
-  `server CPU per checkpoint: plain ${cPlain.toFixed(1)} µs, encrypted ${cEncrypted.toFixed(1)} µs (${over.toFixed(1)} %; budget 15 %: ${over <= 15 ? 'within' : 'over'}; events and pending writes sealed, bases and chunks not yet)`,
+  `server CPU per checkpoint: plain ${cPlain.toFixed(1)} µs, encrypted ${cEncrypted.toFixed(1)} µs (${over.toFixed(1)} %; budget 15 %: ${over <= 15 ? 'within' : 'over'}; events, pending writes and base objects sealed, chunks not yet)`,
 );

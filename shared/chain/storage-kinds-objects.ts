@@ -40,7 +40,7 @@ export const OBJECT_KINDS: readonly ObjectKind[] = [
     store: 'objects',
     class: 'chain-bound',
     key: 't/{tenant}/s/{stream}/snap/{seq}-{stateDigest}',
-    what: 'a base snapshot (v1: the state; v2: a header naming its root chunk)',
+    what: 'a base snapshot (v1: the state; v2: a header naming its root chunk); on a stream sealed at rest the whole object sealed (AES-256-GCM, AAD kind snap and its key)',
     matches: regex(new RegExp(`${STREAM_OBJECT}snap/(?!0{16})\\d{16}-[^/]+$`)),
     tamper: {
       edit: bound('snapshot'),

@@ -22,6 +22,7 @@ import {
 import type { ObjectStore } from '../ports/object-store.js';
 import type { RecordStore } from '../ports/record-store.js';
 import type { ChunkStore, StoredKnowledge } from './chunk-store.js';
+import { sealSnapshot } from './snapshot-seal.js';
 
 /**
  * Snapshots v2 (docs/state-v2.md, "Snapshots v2 and chunk GC"): a base snapshot is the
@@ -155,6 +156,8 @@ export class ChunkSnapshots {
       stateSeq?: number;
       /** Chunks known stored (their subtrees are not written again). */
       stored?: StoredKnowledge;
+      /** The stream's content key when it is sealed at rest: the root object is sealed. */
+      contentKey?: Uint8Array;
     },
   ): Promise<SnapshotWriteResult> {
     const holder = { stream, kind: 'base' as const, id: at.seq };
@@ -169,7 +172,7 @@ export class ChunkSnapshots {
       root: stored.root,
       ...(at.stateSeq === undefined ? {} : { stateSeq: at.stateSeq }),
     });
-    await this.objects.putIfAbsent(key, body);
+    await this.objects.putIfAbsent(key, sealSnapshot(body, { tenant, stream, key }, at.contentKey));
     this.crash?.('root-written');
     await this.records.transact([
       {

@@ -6,6 +6,7 @@ import type { LedgerEvent } from '../domain/event.js';
 import { decodeAnySnapshot } from '../domain/snapshot.js';
 import { FORK_EVENT, type ForkPayload } from '../domain/state.js';
 import type { MerkleState } from '../domain/state-v2/index.js';
+import { openSnapshot } from './snapshot-seal.js';
 import type { StateStore } from './state.js';
 
 /**
@@ -71,9 +72,12 @@ export const storedOrigin = async (
       cause === undefined ? undefined : { cause },
     );
   if (!stored) throw bad(`snapshot ${base.objectKey} is missing`);
+  // A stream sealed at rest: its base opens only with the key (ErrUnavailable without).
+  const contentKey = (await states.reader.sealedKeys(tenant, stream, head))?.keys.content;
   let decoded: ReturnType<typeof decodeAnySnapshot>;
   try {
-    decoded = decodeAnySnapshot(stored.body, {
+    const where = { tenant, stream, key: base.objectKey, seq: base.seq };
+    decoded = decodeAnySnapshot(openSnapshot(stored.body, where, contentKey), {
       tenant,
       stream,
       seq: base.seq,

@@ -45,6 +45,7 @@ import type { RecordStore } from '../ports/record-store.js';
 import { ChunkCache, ChunkStore, type StoredKnowledge } from './chunk-store.js';
 import type { Pacer } from './loop-turns.js';
 import type { MemoryAccount, MemoryPool } from './memory-pool.js';
+import { openSnapshot, sealSnapshot } from './snapshot-seal.js';
 import { ChunkSnapshots, type SnapshotCrashHook } from './snapshot-v2.js';
 import { hasRefs, ValueStore } from './values.js';
 import { WorkingState } from './working-state.js';
@@ -232,8 +233,16 @@ export class StateStore {
     return this.#o.snapshotEvery;
   }
 
-  /** Writes a snapshot object (put-if-absent; same bytes again is fine) and returns its key. */
-  async writeSnapshotObject(tenant: string, stream: string, at: SnapshotAt): Promise<string> {
+  /**
+   * Writes a snapshot object (put-if-absent; same bytes again is fine) and returns its key;
+   * sealed under `contentKey` when the stream is sealed at rest (snapshot-seal.ts).
+   */
+  async writeSnapshotObject(
+    tenant: string,
+    stream: string,
+    at: SnapshotAt,
+    contentKey?: Uint8Array,
+  ): Promise<string> {
     const key = snapshotKey(tenant, stream, at.seq, at.stateDigest);
     const body = encodeSnapshot(
       {
@@ -247,7 +256,7 @@ export class StateStore {
       },
       at.stateJson === '' && at.tree ? canonicalJson(at.tree.state) : at.stateJson,
     );
-    await this.#o.objects.putIfAbsent(key, body);
+    await this.#o.objects.putIfAbsent(key, sealSnapshot(body, { tenant, stream, key }, contentKey));
     return key;
   }
 
@@ -261,12 +270,16 @@ export class StateStore {
     stream: string,
     at: SnapshotAt & { deltas?: number; stored?: StoredKnowledge },
   ): Promise<string> {
+    // A stream sealed at rest writes its base sealed (refused when the key cannot be opened:
+    // never written in the clear).
+    const head = await this.#o.reader.head(tenant, stream);
+    const contentKey = (await this.#o.reader.sealedKeys(tenant, stream, head))?.keys.content;
     if (this.#o.snapshotEncoding === 'chunks') {
       const { stateJson, tree, ...rest } = at;
       const state = tree ?? (JSON.parse(stateJson) as JsonObject);
-      return (await this.snapshots.writeBase(tenant, stream, { ...rest, state })).key;
+      return (await this.snapshots.writeBase(tenant, stream, { ...rest, state, contentKey })).key;
     }
-    const key = await this.writeSnapshotObject(tenant, stream, at);
+    const key = await this.writeSnapshotObject(tenant, stream, at, contentKey);
     await this.#o.records.put({
       ...snapshotIndexKey(tenant, stream, at.seq),
       seq: at.seq,
@@ -306,16 +319,19 @@ export class StateStore {
     objectKey: string,
     expect: { seq: number; stateDigest: string; hash?: string; digestVersion: DigestVersion },
     memory: MemoryAccount | undefined,
+    contentKey?: Uint8Array,
   ) {
     const stored = await this.#o.objects.get(objectKey);
     if (!stored)
       throw new TamperedLedgerError(Math.max(expect.seq, 1), `snapshot ${objectKey} is missing`);
+    const where = { tenant, stream, key: objectKey, seq: expect.seq };
+    const body = openSnapshot(stored.body, where, contentKey);
     const what = `the state at seq ${expect.seq}`;
     // A whole-JSON snapshot is about its state's size: checked (and its bytes charged to the
     // memory pool) before it is parsed, its JSON values once they are counted.
-    checkBudget({ nodes: 0, bytes: stored.body.length - 1024 }, this.budget, what);
-    await memory?.charge(memoryOf({ nodes: 0, bytes: stored.body.length }));
-    const decoded = decodeAnySnapshot(stored.body, { tenant, stream, ...expect });
+    checkBudget({ nodes: 0, bytes: body.length - 1024 }, this.budget, what);
+    await memory?.charge(memoryOf({ nodes: 0, bytes: body.length }));
+    const decoded = decodeAnySnapshot(body, { tenant, stream, ...expect });
     if ('state' in decoded) {
       const working = decoded.merkle
         ? WorkingState.ofTree(decoded.merkle)
@@ -446,12 +462,15 @@ export class StateStore {
     let from = 1;
     if (base) {
       const expect = { ...base, digestVersion: version };
+      // A stream sealed at rest: its base opens only with the key (ErrUnavailable without).
+      const contentKey = (await this.#o.reader.sealedKeys(tenant, stream, head))?.keys.content;
       const snapshot = await this.#loadSnapshot(
         tenant,
         stream,
         base.objectKey,
         expect,
         memory,
+        contentKey,
       ).catch(tamperedAs('snapshot', base.seq));
       state = snapshot.working;
       digest = base.stateDigest;

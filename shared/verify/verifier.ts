@@ -32,6 +32,7 @@ import { isEffectEvent, verifyEffects } from '../effects/effect-binding.js';
 import type { ObjectStore } from '../ports/object-store.js';
 import type { Item, RecordStore } from '../ports/record-store.js';
 import { ChunkStore } from '../state/chunk-store.js';
+import { openSnapshot } from '../state/snapshot-seal.js';
 import { ChunkSnapshots } from '../state/snapshot-v2.js';
 import { hasRefs, ValueStore } from '../state/values.js';
 import { verifyWrites } from '../state/writes-verify.js';
@@ -205,8 +206,10 @@ export class Verifier {
     const floor = head.prunedSeq ?? 0;
     const version = digestVersionOf(head);
     const judged = snapshots.filter((s) => s.seq >= floor && s.seq <= head.seq);
+    // A stream sealed at rest whose key this server opens: its bases open with it.
+    const contentKey = (await this.#o.reader.sealedKeys(tenant, stream, head))?.keys.content;
     const failures = await mapLimit(judged, this.#o.concurrency, (record) =>
-      this.#checkSnapshot(tenant, stream, record, hashes.get(record.seq), version)
+      this.#checkSnapshot(tenant, stream, record, hashes.get(record.seq), version, contentKey)
         .then(() => this.#checkBinding(tenant, stream, head, record, events))
         .then(
           () => undefined,
@@ -447,6 +450,7 @@ export class Verifier {
     record: SnapshotIndexRecord,
     chainHash: string | undefined,
     digestVersion: DigestVersion,
+    contentKey: Uint8Array | undefined,
   ): Promise<void> {
     if (chainHash === undefined) throw badSnapshot(record.seq, 'the chain does not hold its seq');
     if (record.hash !== chainHash) throw badSnapshot(record.seq, 'names another chain hash');
@@ -457,7 +461,8 @@ export class Verifier {
       throw badSnapshot(record.seq, 'its object is missing');
     }
     try {
-      await checkAnySnapshot(this.#snapshots(), stored.body, {
+      const where = { tenant, stream, key: record.objectKey, seq: record.seq };
+      await checkAnySnapshot(this.#snapshots(), openSnapshot(stored.body, where, contentKey), {
         tenant,
         stream,
         ...record,
