@@ -75,6 +75,11 @@ export interface HefestoConfig {
     /** Streams visited per run (HEFESTO_COMPACT_MAX_STREAMS). */
     maxStreams?: number;
   };
+  /**
+   * Ledger segments in an S3 Express One Zone directory bucket in this availability zone id
+   * (e.g. `use1-az4`; segment-bucket.ts). Unset: segments stay in the data bucket.
+   */
+  segmentsExpressZone?: string;
   /** Days an object stays as a noncurrent version (versioned buckets only). */
   noncurrentVersionDays: number;
   /** Service settings passed to the functions; unset ones keep the service's defaults. */

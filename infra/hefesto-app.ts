@@ -47,6 +47,8 @@ export const addNagChecks = (app: App): void => {
  * | alarmTopicArn            | an SNS topic ARN                     | none          |
  * | apiReservedConcurrency   | a whole number                       | none (shared) |
  * | compactionEveryMinutes   | a whole number                       | 15            |
+ * | segmentsExpressZone      | an AZ id (use1-az4): segments on     | none          |
+ * |                          | S3 Express One Zone                  |               |
  */
 export const configFromContext = (app: App): HefestoConfig => {
   const get = (key: string): string | undefined => {
@@ -95,5 +97,11 @@ export const configFromContext = (app: App): HefestoConfig => {
   }
   const every = whole('compactionEveryMinutes');
   if (every !== undefined) overrides.compaction = { every: Duration.minutes(every) };
+  const zone = get('segmentsExpressZone');
+  if (zone !== undefined) {
+    if (!/^[a-z]{2,4}\d-az\d+$/.test(zone))
+      return fail('segmentsExpressZone', 'an AZ id (use1-az4)');
+    overrides.segmentsExpressZone = zone;
+  }
   return resolveConfig(stage, target, overrides);
 };

@@ -8,6 +8,7 @@ import { ContentKey } from './content-key.js';
 import { FrontDoor } from './front-door.js';
 import { HefestoFunction } from './functions.js';
 import { Observability } from './observability.js';
+import { SegmentBucket } from './segment-bucket.js';
 import { SigningKey } from './signing-key.js';
 import { HefestoStorage } from './storage.js';
 import { WitnessBucket } from './witness.js';
@@ -31,6 +32,8 @@ export interface HefestoStackProps extends StackProps {
 export class HefestoStack extends Stack {
   readonly storage: HefestoStorage;
   readonly witness: WitnessBucket;
+  /** Opt-in: segments on S3 Express One Zone (`segmentsExpressZone`). */
+  readonly segments: SegmentBucket | undefined;
   readonly signingKey: SigningKey;
   readonly contentKey: ContentKey;
   readonly api: HefestoFunction;
@@ -88,6 +91,16 @@ export class HefestoStack extends Stack {
     // The witness: its own Object Lock bucket, written by the compactor alone (witness.ts).
     this.witness = new WitnessBucket(this, 'Witness', config, this.storage.accessLogs);
     this.witness.connect(this.compactor.fn);
+    // Opt-in: the ledger's segments in a directory bucket (segment-bucket.ts).
+    this.segments =
+      config.segmentsExpressZone === undefined
+        ? undefined
+        : new SegmentBucket(this, 'Segments', {
+            zoneId: config.segmentsExpressZone,
+            retain: config.retainData,
+          });
+    this.segments?.connect(this.api.fn);
+    this.segments?.connect(this.compactor.fn);
     const schedule = new Rule(this, 'CompactionSchedule', {
       description: `Hefesto ${config.stage}: runs the compactor`,
       schedule: Schedule.rate(config.compaction.every),

@@ -76,7 +76,11 @@ export const createAwsApp = (
   const s3 =
     components.s3 ?? new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
   const dynamo = components.dynamo ?? new DynamoDBClient({ maxAttempts: 1 });
-  const objects = new S3ObjectStore({ client: s3, bucket: settings.bucket });
+  const objects = new S3ObjectStore({
+    client: s3,
+    bucket: settings.bucket,
+    segmentBucket: settings.segmentBucket,
+  });
   const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
   const keyring = awsKeyring(settings, records, components.kms);
   const ledger = new Ledger(

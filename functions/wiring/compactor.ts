@@ -24,7 +24,11 @@ export const createAwsCompactor = (
   const logger = pino({ level: settings.logLevel });
   const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
   const dynamo = new DynamoDBClient({ maxAttempts: 1 });
-  const objects = new S3ObjectStore({ client: s3, bucket: settings.bucket });
+  const objects = new S3ObjectStore({
+    client: s3,
+    bucket: settings.bucket,
+    segmentBucket: settings.segmentBucket,
+  });
   const records = new DynamoRecordStore({ client: dynamo, table: settings.table, clock });
   // The stream keys, as the API holds them: the snapshots a run writes hydrate the state
   // from the events, which an encrypted stream seals.

@@ -117,7 +117,11 @@ export const openCompactionStores = async (settings: Settings): Promise<OpenStor
     const s3 = new S3Client({ forcePathStyle: settings.s3ForcePathStyle, maxAttempts: 1 });
     const dynamo = new DynamoDBClient({ maxAttempts: 1 });
     return {
-      objects: new S3ObjectStore({ client: s3, bucket: settings.bucket }),
+      objects: new S3ObjectStore({
+        client: s3,
+        bucket: settings.bucket,
+        segmentBucket: settings.segmentBucket,
+      }),
       records: new DynamoRecordStore({ client: dynamo, table: settings.table }),
       ...(settings.witnessBucket
         ? { witness: new S3WitnessStore({ client: s3, bucket: settings.witnessBucket }) }

@@ -41,6 +41,8 @@ import { memoryOf } from '../domain/state-v2/budget.js';
  * | HEFESTO_COMPACT_MAX_RUN_MS  | 50000        | time budget of one run                    |
  * | HEFESTO_RETENTION_DAYS      | 0            | default TTL of new streams (0 = forever)  |
  * | HEFESTO_WITNESS_BUCKET      | (none)       | AWS: Object Lock bucket of the witness    |
+ * | HEFESTO_SEGMENT_BUCKET      | (none)       | AWS: bucket of ledger segments (S3 Express|
+ * |                             |              | One Zone; unset: HEFESTO_BUCKET)          |
  * | HEFESTO_KEY_STORE           | (none)       | embedded: key store file; set: new streams|
  * |                             |              | are encrypted at rest (docs/privacy.md)   |
  * | HEFESTO_KMS_KEY_ARN         | (none)       | AWS: KMS key wrapping the stream keys;    |
@@ -99,6 +101,8 @@ export interface Settings {
   retentionDays: number;
   /** AWS: the witness bucket (Object Lock); embedded mode uses `{dataDir}/witness`. */
   witnessBucket: string | undefined;
+  /** AWS: the bucket of ledger segments (an S3 Express One Zone directory bucket); unset: `bucket`. */
+  segmentBucket: string | undefined;
   /**
    * Embedded: the key store file (docs/privacy.md; keep it outside the data directory). Set:
    * new streams' events are encrypted at rest. Unset (for now the default): in the clear.
@@ -218,6 +222,7 @@ const EnvSchema = z.object({
   HEFESTO_COMPACT_MAX_RUN_MS: integer(100, 3_600_000, 50_000),
   HEFESTO_RETENTION_DAYS: integer(0, 36_500, 0),
   HEFESTO_WITNESS_BUCKET: text(),
+  HEFESTO_SEGMENT_BUCKET: text(),
   HEFESTO_KEY_STORE: text(),
   HEFESTO_KMS_KEY_ARN: z.preprocess(
     unset,
@@ -314,6 +319,7 @@ const parse = (env: Env, required: Array<keyof z.infer<typeof EnvSchema>>): Sett
     },
     retentionDays: e.HEFESTO_RETENTION_DAYS,
     witnessBucket: e.HEFESTO_WITNESS_BUCKET,
+    segmentBucket: e.HEFESTO_SEGMENT_BUCKET,
     keyStore: e.HEFESTO_KEY_STORE,
     kmsKeyArn: e.HEFESTO_KMS_KEY_ARN,
     signingSecret: e.HEFESTO_SIGNING_SECRET,

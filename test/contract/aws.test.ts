@@ -36,6 +36,59 @@ describe.skipIf(!hasAwsEmulators())('AWS adapters', () => {
     });
   });
 
+  // Segments routed to a second bucket (HEFESTO_SEGMENT_BUCKET; an S3 Express One Zone
+  // directory bucket on AWS, an ordinary bucket here: radosgw makes no directory buckets).
+  describe('on S3 with a segment bucket', () => {
+    let data: TestResource;
+    let segments: TestResource;
+    let tests = 0;
+    beforeAll(async () => {
+      data = await createTestBucket();
+      segments = await createTestBucket();
+    });
+    afterAll(async () => {
+      await data?.cleanup();
+      await segments?.cleanup();
+    });
+
+    // Keys stored under a segment prefix: every object lands in the segment bucket.
+    objectStoreContract(
+      'aws (S3, segment keys in the segment bucket)',
+      async ({ faults, retry }) => {
+        const client = makeS3Client();
+        const prefix = `t/contract/s/n${++tests}/seg/`;
+        const store = new S3ObjectStore({
+          client,
+          bucket: data.name,
+          segmentBucket: segments.name,
+          prefix,
+          faults,
+          retry,
+        });
+        return { store, cleanup: async () => client.destroy() };
+      },
+    );
+
+    // Other keys of a stream: the data bucket; their lists may hold segments, so both buckets
+    // are listed and merged.
+    objectStoreContract(
+      'aws (S3, other keys beside a segment bucket)',
+      async ({ faults, retry }) => {
+        const client = makeS3Client();
+        const prefix = `t/contract/s/o${++tests}/`;
+        const store = new S3ObjectStore({
+          client,
+          bucket: data.name,
+          segmentBucket: segments.name,
+          prefix,
+          faults,
+          retry,
+        });
+        return { store, cleanup: async () => client.destroy() };
+      },
+    );
+  });
+
   describe('on DynamoDB', () => {
     recordStoreContract('aws (DynamoDB)', async ({ faults, retry }) => {
       const client = makeDynamoClient();

@@ -36,6 +36,14 @@ export interface S3ObjectStoreOptions {
    */
   client: S3Client;
   bucket: string;
+  /**
+   * When set, ledger segments (keys `t/{tenant}/s/{stream}/seg/...`, storage-keys.ts) live in
+   * this bucket instead: an S3 Express One Zone directory bucket, where the small immutable
+   * objects an append writes cost less (docs/operations.md). Everything else stays in
+   * `bucket`. Routing looks at the stored key (`prefix` + key). A list whose prefix may hold
+   * both lists both and merges them in key order.
+   */
+  segmentBucket?: string;
   /** Prepended to every key, and stripped from listed keys. */
   prefix?: string;
   faults?: FaultInjector;
@@ -91,6 +99,22 @@ const faultError = (fault: Exclude<FaultKind, 'reply-lost'>): Error =>
  */
 const unquote = (etag: string | undefined): string => (etag ?? '').replace(/^(W\/)?"(.*)"$/, '$2');
 
+/** A ledger segment's key (`t/{tenant}/s/{stream}/seg/...`, segmentKey in storage-keys.ts). */
+const isSegmentKey = (key: string): boolean => /^t\/[^/]+\/s\/[^/]+\/seg\//.test(key);
+
+/** Whether some segment key starts with `prefix` (then a list must look in the segment bucket). */
+const mayHoldSegments = (prefix: string): boolean => {
+  const parts = prefix.split('/');
+  const shape = ['t', undefined, 's', undefined, 'seg'];
+  return parts.every((part, i) => {
+    const want = shape[i];
+    const last = i === parts.length - 1;
+    if (i >= shape.length) return true;
+    if (want === undefined) return last || part.length > 0;
+    return last ? want.startsWith(part) : part === want;
+  });
+};
+
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
   a.length === b.length && Buffer.compare(a, b) === 0;
 
@@ -108,6 +132,7 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
 export class S3ObjectStore implements ObjectStore {
   private readonly client: S3Client;
   private readonly bucket: string;
+  private readonly segmentBucket: string | undefined;
   private readonly prefix: string;
   private readonly faults: FaultInjector | undefined;
   private readonly retry: RetryOptions | undefined;
@@ -115,6 +140,7 @@ export class S3ObjectStore implements ObjectStore {
   constructor(options: S3ObjectStoreOptions) {
     this.client = options.client;
     this.bucket = options.bucket;
+    this.segmentBucket = options.segmentBucket;
     this.prefix = options.prefix ?? '';
     this.faults = options.faults;
     this.retry = options.retry;
@@ -132,7 +158,7 @@ export class S3ObjectStore implements ObjectStore {
         const out = await this.client.send(
           this.faulty(
             'head',
-            new HeadObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }),
+            new HeadObjectCommand({ Bucket: this.bucketOf(key), Key: this.prefix + key }),
           ),
           SEND_OPTIONS,
         );
@@ -146,27 +172,29 @@ export class S3ObjectStore implements ObjectStore {
 
   async list(prefix: string, options: ListOptions = {}): Promise<ListPage> {
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    const out = await this.run('list', () =>
-      this.client.send(
-        this.faulty(
-          'list',
-          new ListObjectsV2Command({
-            Bucket: this.bucket,
-            Prefix: this.prefix + prefix,
-            StartAfter: options.after === undefined ? undefined : this.prefix + options.after,
-            MaxKeys: limit,
-          }),
-        ),
-        SEND_OPTIONS,
-      ),
-    );
-    const items = (out.Contents ?? []).map((o) => ({
-      key: (o.Key ?? '').slice(this.prefix.length),
-      etag: unquote(o.ETag),
-      size: o.Size ?? 0,
-    }));
+    const segments = this.segmentBucket;
+    if (segments === undefined || !mayHoldSegments(this.prefix + prefix)) {
+      return this.listBucket(this.bucket, prefix, options.after, limit);
+    }
+    if (isSegmentKey(this.prefix + prefix))
+      return this.listDirectory(segments, prefix, options.after, limit);
+    // Both buckets may hold keys under the prefix: one page of each, merged in key order; the
+    // page ends at the first key that either bucket has not listed past.
+    const [data, segs] = await Promise.all([
+      this.listBucket(this.bucket, prefix, options.after, limit),
+      this.listDirectory(segments, prefix, options.after, limit),
+    ]);
+    const bound = [data, segs]
+      .filter((p) => p.next !== undefined)
+      .map((p) => p.next as string)
+      .sort()[0];
+    const merged = [...data.items, ...segs.items]
+      .filter((i) => bound === undefined || i.key <= bound)
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const items = merged.slice(0, limit);
     const last = items.at(-1);
-    return out.IsTruncated && last ? { items, next: last.key } : { items };
+    const more = bound !== undefined || merged.length > limit;
+    return more && last ? { items, next: last.key } : { items };
   }
 
   async putIfAbsent(key: string, body: Uint8Array): Promise<PutResult> {
@@ -187,11 +215,88 @@ export class S3ObjectStore implements ObjectStore {
       this.client.send(
         this.faulty(
           'delete',
-          new DeleteObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }),
+          new DeleteObjectCommand({ Bucket: this.bucketOf(key), Key: this.prefix + key }),
         ),
         SEND_OPTIONS,
       ),
     );
+  }
+
+  private bucketOf(key: string): string {
+    return this.segmentBucket !== undefined && isSegmentKey(this.prefix + key)
+      ? this.segmentBucket
+      : this.bucket;
+  }
+
+  /** One page of one bucket under `prefix`, strictly after `after`, in key order. */
+  private async listBucket(
+    bucket: string,
+    prefix: string,
+    after: string | undefined,
+    limit: number,
+  ): Promise<ListPage> {
+    const out = await this.run('list', () =>
+      this.client.send(
+        this.faulty(
+          'list',
+          new ListObjectsV2Command({
+            Bucket: bucket,
+            Prefix: this.prefix + prefix,
+            StartAfter: after === undefined ? undefined : this.prefix + after,
+            MaxKeys: limit,
+          }),
+        ),
+        SEND_OPTIONS,
+      ),
+    );
+    const items = (out.Contents ?? []).map((o) => ({
+      key: (o.Key ?? '').slice(this.prefix.length),
+      etag: unquote(o.ETag),
+      size: o.Size ?? 0,
+    }));
+    const last = items.at(-1);
+    return out.IsTruncated && last ? { items, next: last.key } : { items };
+  }
+
+  /**
+   * One page of a directory bucket under `prefix`: S3 Express One Zone lists in no order and
+   * takes no `StartAfter`, so every key under the prefix is listed (1,000 per request) and the
+   * page is cut from them sorted. A stream's segment prefix holds few keys once compacted;
+   * the cost is one LIST per 1,000 keys per page.
+   */
+  private async listDirectory(
+    bucket: string,
+    prefix: string,
+    after: string | undefined,
+    limit: number,
+  ): Promise<ListPage> {
+    const all: ObjectInfo[] = [];
+    let token: string | undefined;
+    do {
+      const out = await this.run('list', () =>
+        this.client.send(
+          this.faulty(
+            'list',
+            new ListObjectsV2Command({
+              Bucket: bucket,
+              Prefix: this.prefix + prefix,
+              ContinuationToken: token,
+            }),
+          ),
+          SEND_OPTIONS,
+        ),
+      );
+      for (const o of out.Contents ?? []) {
+        const key = (o.Key ?? '').slice(this.prefix.length);
+        if (after === undefined || key > after)
+          all.push({ key, etag: unquote(o.ETag), size: o.Size ?? 0 });
+      }
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (token !== undefined);
+    all.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const items = all.slice(0, limit);
+    const last = items.at(-1);
+    return all.length > limit && last ? { items, next: last.key } : { items };
   }
 
   /** One attempt of a conditional PUT; a lost precondition is resolved by reading back. */
@@ -207,7 +312,7 @@ export class S3ObjectStore implements ObjectStore {
         this.faulty(
           op,
           new PutObjectCommand({
-            Bucket: this.bucket,
+            Bucket: this.bucketOf(key),
             Key: this.prefix + key,
             Body: body,
             IfNoneMatch: ifNoneMatch,
@@ -233,7 +338,10 @@ export class S3ObjectStore implements ObjectStore {
   private async read(key: string, op?: StoreOp): Promise<StoredObject | undefined> {
     try {
       const out = await this.client.send(
-        this.faulty(op, new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key })),
+        this.faulty(
+          op,
+          new GetObjectCommand({ Bucket: this.bucketOf(key), Key: this.prefix + key }),
+        ),
         SEND_OPTIONS,
       );
       const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
