@@ -353,6 +353,7 @@ export class Checkpointer {
           digestVersion: next.version,
           stateSeq: outcome.response.lastSeq,
           ...(stored ? { stored } : {}),
+          keyHead: head, // read before this commit: seq 0 (a new stream) makes it read again
         })
         .catch((err: unknown) => this.#o.onSnapshotError?.(err));
     }

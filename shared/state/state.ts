@@ -268,12 +268,22 @@ export class StateStore {
   async writeSnapshot(
     tenant: string,
     stream: string,
-    at: SnapshotAt & { deltas?: number; stored?: StoredKnowledge },
+    at: SnapshotAt & {
+      deltas?: number;
+      stored?: StoredKnowledge;
+      /**
+       * The stream's head as the caller read it, after the stream's first commit (a head's
+       * keyId is fixed from then on, so it says whether the base is sealed): saves a read.
+       */
+      keyHead?: { seq: number; keyId?: string };
+    },
   ): Promise<string> {
     // A stream sealed at rest writes its base sealed (refused when the key cannot be opened:
     // never written in the clear).
-    const head = await this.#o.reader.head(tenant, stream);
+    const { keyHead, ...snapshot } = at;
+    const head = keyHead && keyHead.seq > 0 ? keyHead : await this.#o.reader.head(tenant, stream);
     const contentKey = (await this.#o.reader.sealedKeys(tenant, stream, head))?.keys.content;
+    at = snapshot;
     if (this.#o.snapshotEncoding === 'chunks') {
       const { stateJson, tree, ...rest } = at;
       const state = tree ?? (JSON.parse(stateJson) as JsonObject);
